@@ -19,6 +19,11 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _root() -> None:
+    """Which LLM to serve on this box, with which parallel plan, and why."""
+
+
 def _register() -> None:
     from advisor.commands import register_all
 

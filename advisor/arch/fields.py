@@ -1,0 +1,86 @@
+"""Typed access to a config dict: every missing or malformed field is an error naming it."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from advisor.errors import AdvisorError
+
+# Sizes beyond these are not a real model: 1M hidden, 100k layers, 64M vocab (guards against absurd input).
+_LIMITS = {"default": 1 << 26}
+
+
+class ConfigError(AdvisorError):
+    """A config file that cannot be read into an architecture."""
+
+
+class Cfg:
+    """A view over a config dict that names the file and field in every error."""
+
+    def __init__(self, data: dict[str, Any], where: str):
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where}: expected a JSON object, got {type(data).__name__}")
+        self.data = data
+        self.where = where
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def raw(self, key: str, default: Any = None) -> Any:
+        value = self.data.get(key)
+        return default if value is None else value
+
+    def int(self, key: str, default: int | None = None, *, minimum: int = 1,
+            maximum: int = _LIMITS["default"]) -> int:
+        value = self.data.get(key)
+        if value is None:
+            if default is None:
+                raise ConfigError(f"{self.where}: missing required field {key!r}")
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float) or isinstance(value, float) and (
+                not math.isfinite(value) or value != int(value)):
+            raise ConfigError(f"{self.where}: field {key!r} must be an integer, got {value!r}")
+        ivalue = int(value)
+        if ivalue < minimum or ivalue > maximum:
+            raise ConfigError(f"{self.where}: field {key!r} = {ivalue} is outside [{minimum}, {maximum}]")
+        return ivalue
+
+    def opt_int(self, key: str, *, minimum: int = 1) -> int | None:
+        return self.int(key, minimum=minimum) if self.has(key) else None
+
+    def bool(self, key: str, default: bool = False) -> bool:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise ConfigError(f"{self.where}: field {key!r} must be true/false, got {value!r}")
+        return value
+
+    def str(self, key: str, default: str = "") -> str:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise ConfigError(f"{self.where}: field {key!r} must be a string, got {value!r}")
+        return value
+
+    def list(self, key: str) -> list[Any] | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            raise ConfigError(f"{self.where}: field {key!r} must be a list, got {type(value).__name__}")
+        return value
+
+    def dict(self, key: str) -> dict[str, Any] | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise ConfigError(f"{self.where}: field {key!r} must be an object, got {type(value).__name__}")
+        return value
+
+    def sub(self, key: str) -> Cfg | None:
+        d = self.dict(key)
+        return None if d is None else Cfg(d, f"{self.where}:{key}")

@@ -1,0 +1,190 @@
+"""The normalized architecture: one frozen pydantic model for every config family.
+
+Parameter counts and weight bytes are sums over `weights` (module groups with a storage format and a
+sharding rule); KV geometry is per attention group. The cost model reads only this.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from advisor.arch.formats import bytes_per_param, short_name
+
+Shard = Literal["tp", "replicated", "expert", "vocab"]
+AttnKind = Literal["full", "sliding", "mla", "linear", "mamba"]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class WeightGroup(Frozen):
+    """Parameters of one module group stored in one format.
+
+    `shard`: tp = split across TP ranks; replicated = every rank holds all; expert = routed experts
+    (TP splits each expert's intermediate dim, EP places whole experts); vocab = vocab-parallel."""
+
+    name: str
+    params: int
+    fmt: str
+    shard: Shard
+    layers: int = 0
+
+    @property
+    def bytes(self) -> float:
+        return self.params * bytes_per_param(self.fmt)
+
+
+class AttnGroup(Frozen):
+    """Attention geometry of `layers` decoder layers of one kind.
+
+    KV per token per layer: full/sliding store `kv_heads * (k_dim + v_dim)` elements, sharded by TP
+    down to one head per rank; mla stores `latent_dim` replicated on every rank; linear/mamba hold
+    `state_elems` per sequence (sharded by TP) instead of per-token KV."""
+
+    kind: AttnKind
+    layers: int
+    num_heads: int
+    kv_heads: int = 0
+    head_dim: int = 0
+    k_dim: int = 0
+    v_dim: int = 0
+    latent_dim: int = 0
+    window: int | None = None
+    state_elems: int = 0
+    index_bytes_per_token: int = 0  # DSA indexer cache (DeepSeek-V3.2, GLM-5), fp8 + scales
+
+
+class MoE(Frozen):
+    num_experts: int
+    experts_per_token: int
+    shared_experts: int
+    expert_intermediate: int
+    shared_intermediate: int
+    moe_layers: int
+    dense_layers: int
+    dense_intermediate: int
+
+
+class ModelArch(Frozen):
+    """Everything the cost model needs about one checkpoint."""
+
+    model: str
+    architecture: str
+    model_type: str
+    num_layers: int
+    hidden_size: int
+    vocab_size: int
+    max_context: int
+    attention: Literal["mha", "gqa", "mqa", "mla"]
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    attn_groups: tuple[AttnGroup, ...]
+    allreduces_per_forward: int  # TP allreduces of [T, hidden] per forward, excl. the embedding's
+    tiny_allreduces_per_forward: int = 0  # MiniMax-M2 fp32 QK-norm variance allreduces ([T, 2] fp32)
+    moe: MoE | None = None
+    weights: tuple[WeightGroup, ...]
+    quant_block: tuple[int, int] | None = None
+    quant_group_size: int | None = None
+    kv_dtype: Literal["bf16", "fp8"] = "bf16"
+    tie_word_embeddings: bool = False
+    mtp_layers: int = 0
+    mtp_params: int = 0
+    mtp_bytes: float = 0.0
+    vision_params: int = 0
+    vision_bytes: float = 0.0
+
+    # ---- counts -------------------------------------------------------------------------------
+    def group_params(self, *names: str) -> int:
+        return sum(w.params for w in self.weights if w.name in names)
+
+    @property
+    def total_params(self) -> int:
+        """Language model incl. embeddings, excl. MTP and vision."""
+        return sum(w.params for w in self.weights)
+
+    @property
+    def active_params(self) -> int:
+        """One token's forward pass: all but the routed experts, plus k/E of them; embeddings in full."""
+        routed = self.group_params("routed_experts")
+        if self.moe is None or routed == 0:
+            return self.total_params
+        share = self.moe.experts_per_token / self.moe.num_experts
+        return self.total_params - routed + round(routed * share)
+
+    @property
+    def active_params_excl_embedding(self) -> int:
+        """Active params without the input embedding table (gpt-oss card convention)."""
+        return self.active_params - self.group_params("embed")
+
+    @property
+    def active_params_excl_embeddings(self) -> int:
+        """Active params without input embedding and lm_head (MiniMax, Qwen-Next card convention)."""
+        return self.active_params - self.group_params("embed", "lm_head")
+
+    @property
+    def weight_bytes(self) -> float:
+        """Language-model weights at the checkpoint's formats, scales included (excl. MTP, vision)."""
+        return sum(w.bytes for w in self.weights)
+
+    @property
+    def checkpoint_bytes(self) -> float:
+        """What the repo holds: LM + MTP + vision tower."""
+        return self.weight_bytes + self.mtp_bytes + self.vision_bytes
+
+    @property
+    def weight_dtype(self) -> str:
+        """The format holding most of the weight bytes (the checkpoint's headline dtype)."""
+        by_fmt: dict[str, float] = {}
+        for w in self.weights:
+            by_fmt[w.fmt] = by_fmt.get(w.fmt, 0.0) + w.params
+        return short_name(max(by_fmt, key=lambda f: by_fmt[f]))
+
+    @property
+    def layer_kinds(self) -> dict[str, int]:
+        kinds: dict[str, int] = {}
+        for g in self.attn_groups:
+            kinds[f"{g.kind}_attention" if g.kind not in ("mamba",) else "mamba"] = g.layers
+        if self.moe is not None:
+            kinds["moe_mlp"] = self.moe.moe_layers
+            kinds["dense_mlp"] = self.moe.dense_layers
+        return kinds
+
+    def kv_bytes_per_token(self, tp: int = 1, kv_bytes: float | None = None) -> float:
+        """KV bytes one token adds on one GPU at TP=tp, full-context layers only (formulas.md §3.2-3.3):
+        GQA `2*max(1, kv/tp)*head_dim*b` per layer; MLA `(kv_lora+rope)*b` replicated; windowed layers
+        excluded (capped, see `window_kv_bytes_per_seq`)."""
+        b = self.kv_elem_bytes if kv_bytes is None else kv_bytes
+        total = 0.0
+        for g in self.attn_groups:
+            if g.window is not None:
+                continue
+            total += g.layers * _token_bytes(g, tp, b)
+        return total
+
+    def window_kv_bytes_per_seq(self, tp: int = 1, kv_bytes: float | None = None) -> float:
+        """Capped KV of sliding/chunked layers per sequence (window tokens each)."""
+        b = self.kv_elem_bytes if kv_bytes is None else kv_bytes
+        return sum(g.layers * _token_bytes(g, tp, b) * (g.window or 0) for g in self.attn_groups
+                   if g.window is not None)
+
+    def state_bytes_per_seq(self, tp: int = 1, state_bytes: float = 2.0) -> float:
+        """Linear-attention / mamba state per sequence (formulas.md §3.6), sharded by TP."""
+        return sum(g.layers * g.state_elems * state_bytes / tp for g in self.attn_groups
+                   if g.kind in ("linear", "mamba"))
+
+    @property
+    def kv_elem_bytes(self) -> float:
+        return 1.0 if self.kv_dtype == "fp8" else 2.0
+
+
+def _token_bytes(g: AttnGroup, tp: int, b: float) -> float:
+    if g.kind == "mla":
+        return g.latent_dim * b + g.index_bytes_per_token
+    if g.kind in ("full", "sliding"):
+        heads = max(1.0, g.kv_heads / tp)
+        return heads * (g.k_dim + g.v_dim) * b
+    return 0.0

@@ -1,0 +1,139 @@
+"""Which storage format each module gets, from `quantization_config` or a ModelOpt sidecar.
+
+Ignore-list semantics follow vLLM: compressed-tensors `ignore` entries are exact names or `re:` regexes
+(`compressed_tensors.py:should_ignore_layer`); ModelOpt `exclude_modules` are glob patterns
+(`modelopt.py:is_layer_excluded`); `modules_to_not_convert` entries match a run of name components
+(`quant_utils.py:is_layer_skipped`). MXFP4 quantizes only FusedMoE experts (`mxfp4.py:get_quant_method`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from advisor.arch.fields import Cfg, ConfigError
+
+
+class QuantScheme(BaseModel):
+    """Format rules of one checkpoint: `fmt` for quantizable linear layers, bf16 for the rest."""
+
+    model_config = ConfigDict(frozen=True)
+
+    fmt: str = "bf16"
+    experts_only: bool = False
+    ignore: tuple[str, ...] = ()
+    block: tuple[int, int] | None = None
+    group_size: int | None = None
+    kv_fp8: bool = False
+
+    def format_for(self, module: str, *, expert: bool = False) -> str:
+        """Storage format of a linear module named like HF (`model.layers.3.self_attn.q_proj`)."""
+        if self.fmt == "bf16" or (self.experts_only and not expert):
+            return "bf16"
+        if any(_matches(pattern, module) for pattern in self.ignore):
+            return "bf16"
+        return self.fmt
+
+
+def _matches(pattern: str, module: str) -> bool:
+    names = (module, f"language_model.{module}", f"model.language_model.{module.removeprefix('model.')}")
+    if pattern.startswith("re:"):
+        rx = re.compile(pattern[3:])
+        return any(rx.fullmatch(n) or rx.match(n) for n in names)
+    for name in names:
+        if name == pattern or fnmatch.fnmatchcase(name, pattern):
+            return True
+        parts = name.split(".")
+        want = pattern.split(".")
+        for i in range(len(parts) - len(want) + 1):
+            if all(fnmatch.fnmatchcase(p, w) for p, w in zip(parts[i:i + len(want)], want, strict=True)):
+                return True
+    return False
+
+
+def parse_quant(cfg: Cfg, sidecar: dict[str, Any] | None) -> QuantScheme:
+    """The checkpoint's quantization scheme; a ModelOpt sidecar is used when the config has none."""
+    qc = cfg.sub("quantization_config")
+    if qc is None and sidecar is not None:
+        return _modelopt(Cfg(sidecar, "hf_quant_config.json").sub("quantization") or
+                         Cfg({}, "hf_quant_config.json"))
+    if qc is None:
+        return QuantScheme()
+    method = qc.str("quant_method").lower()
+    if method == "fp8":
+        block = qc.list("weight_block_size")
+        return QuantScheme(fmt="fp8-block" if block else "fp8", ignore=_names(qc, "modules_to_not_convert",
+                           "ignored_layers"), block=(int(block[0]), int(block[1])) if block else None)
+    if method == "compressed-tensors":
+        return _compressed_tensors(qc)
+    if method == "modelopt":
+        return _modelopt(qc)
+    if method == "mxfp4":
+        return QuantScheme(fmt="mxfp4", experts_only=True, ignore=_names(qc, "modules_to_not_convert"),
+                           group_size=32)
+    if method in ("gptq", "awq"):
+        bits = qc.int("bits", 4)
+        group = qc.int("group_size", 128, minimum=-1)
+        if bits != 4:
+            raise ConfigError(f"{qc.where}: {method} with {bits} bits is not supported (only 4)")
+        return QuantScheme(fmt=f"int4-g{group if group > 0 else 128}", ignore=_names(qc, "modules_to_not_convert"),
+                           group_size=group)
+    if method in ("bitsandbytes", "gguf"):
+        raise ConfigError(f"{qc.where}: quant_method {method!r} is not modelled")
+    raise ConfigError(f"{qc.where}: unknown quant_method {method!r}")
+
+
+def _names(qc: Cfg, *keys: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for key in keys:
+        for item in qc.list(key) or []:
+            if not isinstance(item, str):
+                raise ConfigError(f"{qc.where}: field {key!r} must list module names, got {item!r}")
+            out.append(item)
+    return tuple(out)
+
+
+def _compressed_tensors(qc: Cfg) -> QuantScheme:
+    groups = qc.dict("config_groups") or {}
+    if not groups:
+        raise ConfigError(f"{qc.where}: compressed-tensors config has no 'config_groups'")
+    first = Cfg(next(iter(groups.values())), f"{qc.where}:config_groups")
+    weights = first.sub("weights")
+    if weights is None:
+        raise ConfigError(f"{first.where}: missing required field 'weights'")
+    bits = weights.int("num_bits")
+    kind = weights.str("type", "int")
+    group = weights.opt_int("group_size")
+    kv = qc.dict("kv_cache_scheme")
+    kv_fp8 = bool(kv and kv.get("num_bits") == 8)
+    ignore = _names(qc, "ignore")
+    if kind == "float" and bits == 4:
+        return QuantScheme(fmt="nvfp4", ignore=ignore, group_size=group or 16, kv_fp8=kv_fp8)
+    if kind == "float" and bits == 8:
+        block = weights.list("block_structure")
+        return QuantScheme(fmt="fp8-block" if block else "fp8", ignore=ignore, kv_fp8=kv_fp8,
+                           block=(int(block[0]), int(block[1])) if block else None)
+    if kind == "int" and bits == 4:
+        g = group or 128
+        return QuantScheme(fmt=f"int4-g{g}", ignore=ignore, group_size=g, kv_fp8=kv_fp8)
+    if kind == "int" and bits == 8:
+        return QuantScheme(fmt=f"int8-g{group or 128}", ignore=ignore, group_size=group, kv_fp8=kv_fp8)
+    raise ConfigError(f"{weights.where}: {bits}-bit {kind} weights are not modelled")
+
+
+def _modelopt(qc: Cfg) -> QuantScheme:
+    algo = qc.str("quant_algo").upper()
+    kv_algo = qc.raw("kv_cache_quant_algo")
+    kv = qc.dict("kv_cache_scheme")
+    kv_fp8 = (isinstance(kv_algo, str) and kv_algo.upper() == "FP8") or bool(kv and kv.get("num_bits") == 8)
+    ignore = _names(qc, "exclude_modules", "ignore")
+    if algo == "NVFP4":
+        return QuantScheme(fmt="nvfp4", ignore=ignore, group_size=qc.int("group_size", 16), kv_fp8=kv_fp8)
+    if algo == "FP8":
+        return QuantScheme(fmt="fp8", ignore=ignore, kv_fp8=kv_fp8)
+    if algo in ("W4A16_AWQ", "W4A8_AWQ"):
+        return QuantScheme(fmt=f"int4-g{qc.int('group_size', 128)}", ignore=ignore, kv_fp8=kv_fp8)
+    raise ConfigError(f"{qc.where}: ModelOpt quant_algo {algo!r} is not modelled")

@@ -1,0 +1,233 @@
+"""config.json (+ optional ModelOpt sidecar) -> ModelArch. Features come from fields, never names."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from advisor.arch import blocks
+from advisor.arch.fields import Cfg, ConfigError
+from advisor.arch.formats import bytes_per_param
+from advisor.arch.layout import Layer, layers, num_experts
+from advisor.arch.model import AttnGroup, ModelArch, MoE, WeightGroup
+from advisor.arch.quant import QuantScheme, parse_quant
+from advisor.arch.vision import vision_params
+
+# DSA indexer cache per token per layer: fp8 head_dim + fp32 scale per 128 (formulas.md §3.3,
+# `deepseek_v2.py:Indexer`, DeepseekV32IndexerCache: 128 + 128/128*4 = 132 bytes).
+_INDEX_SCALE_BYTES_PER_128 = 4
+
+_MODULE = {  # HF module name of each group, for matching quantization ignore lists
+    "attn": "self_attn.q_proj", "attn_replicated": "self_attn.kv_a_proj_with_mqa", "indexer": "self_attn.indexer.wk",
+    "linear_attn": "linear_attn.out_proj", "mamba": "mixer.in_proj", "dense_mlp": "mlp.gate_proj",
+    "routed_experts": "mlp.experts.0.gate_proj", "shared_experts": "mlp.shared_experts.gate_proj",
+}
+
+
+def read_config(data: dict[str, Any], *, name: str, where: str | None = None,
+                sidecar: dict[str, Any] | None = None) -> ModelArch:
+    """Normalize one HF config dict. `where` names the file in errors."""
+    top = Cfg(data, where or name)
+    text = top.sub("text_config") or top
+    quant = parse_quant(text if text.has("quantization_config") else top, sidecar)
+    n = text.int("num_hidden_layers", maximum=100_000)
+    hidden = text.int("hidden_size", maximum=1 << 20)
+    vocab = text.int("vocab_size", maximum=1 << 24)
+    heads = text.int("num_attention_heads", maximum=1 << 16)
+    experts = num_experts(text)
+    per_layer = layers(text, n)
+    acc: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    state: dict[str, int] = {}
+    for i, layer in enumerate(per_layer):
+        for (group, shard, linear), params in _block_parts(text, layer, experts, state).items():
+            _add(acc, quant, group, shard, linear, params, i)
+    tied = top.bool("tie_word_embeddings", text.bool("tie_word_embeddings"))
+    _add(acc, quant, "embed", "vocab", False, vocab * hidden, None)
+    if not tied:
+        _add(acc, quant, "lm_head", "vocab", False, vocab * hidden, None)
+    _add(acc, quant, "norms", "replicated", False, hidden, None)
+    weights = tuple(WeightGroup(name=g, shard=s, fmt=f, params=p, layers=lay)  # type: ignore[arg-type]
+                    for (g, s, f), (p, lay) in sorted(acc.items()) if p > 0)
+    mtp_n, mtp_params, mtp_bytes = _mtp(text, quant, per_layer, experts, n)
+    vis = vision_params(top)
+    groups = _attn_groups(text, per_layer, state)
+    kinds = {g.kind for g in groups}
+    return ModelArch(
+        model=name,
+        architecture=_first(top.list("architectures")) or text.str("model_type", "unknown"),
+        model_type=text.str("model_type", top.str("model_type", "unknown")),
+        num_layers=n,
+        hidden_size=hidden,
+        vocab_size=vocab,
+        max_context=text.int("max_position_embeddings", text.int("seq_length", 0, minimum=0) or 4096),
+        attention=_attention_kind(text, heads, kinds),
+        num_attention_heads=heads,
+        num_kv_heads=1 if "mla" in kinds else text.int("num_key_value_heads", heads),
+        head_dim=blocks.attn_geom(text, "full").head_dim if "mla" not in kinds else
+        text.int("qk_nope_head_dim") + text.int("qk_rope_head_dim"),
+        attn_groups=groups,
+        allreduces_per_forward=sum(_row_parallel_outputs(layer) for layer in per_layer),
+        tiny_allreduces_per_forward=sum(1 for layer in per_layer if layer.mixer in ("full", "sliding", "chunked"))
+        if text.str("qk_norm_type") == "per_layer" else 0,
+        moe=_moe(text, per_layer, experts),
+        weights=weights,
+        quant_block=quant.block,
+        quant_group_size=quant.group_size,
+        kv_dtype="fp8" if quant.kv_fp8 else "bf16",
+        tie_word_embeddings=tied,
+        mtp_layers=mtp_n,
+        mtp_params=mtp_params,
+        mtp_bytes=mtp_bytes,
+        vision_params=vis,
+        vision_bytes=vis * 2.0,  # vision towers stay BF16 (excluded from every scheme in data/configs)
+    )
+
+
+def _first(values: list[Any] | None) -> str | None:
+    return str(values[0]) if values else None
+
+
+def _add(acc: dict[tuple[str, str, str], list[int]], quant: QuantScheme, group: str, shard: str, linear: bool,
+         params: int, layer: int | None) -> None:
+    if layer is None:
+        module = {"embed": "model.embed_tokens", "lm_head": "lm_head"}.get(group, "model.norm")
+    else:
+        module = f"model.layers.{layer}.{_MODULE.get(group, group)}"
+    fmt = quant.format_for(module, expert=group == "routed_experts") if linear else "bf16"
+    slot = acc[(group, shard, fmt)]
+    slot[0] += params
+    slot[1] += 0 if layer is None else 1
+
+
+def _block_parts(cfg: Cfg, layer: Layer, experts: int, state: dict[str, int]) -> blocks.Parts:
+    parts: blocks.Parts = {}
+    if layer.mixer in ("full", "sliding", "chunked"):
+        if cfg.has("kv_lora_rank"):
+            parts.update(blocks.mla_attention(cfg))
+        else:
+            parts.update(blocks.softmax_attention(cfg, blocks.attn_geom(cfg, layer.mixer)))
+    elif layer.mixer == "linear":
+        if cfg.has("linear_num_value_heads"):
+            p, state["linear"] = blocks.gdn_attention(cfg)
+        else:
+            p, state["linear"] = blocks.lightning_attention(cfg, blocks.attn_geom(cfg, "full"))
+        parts.update(p)
+    elif layer.mixer == "mamba":
+        p, state["mamba"] = blocks.mamba2(cfg)
+        parts.update(p)
+    if layer.mlp in ("dense", "both"):
+        _merge(parts, blocks.dense_mlp(cfg))
+    if layer.mlp in ("moe", "both"):
+        _merge(parts, blocks.moe_block(cfg, experts))
+    norms = 2 * cfg.int("hidden_size") * ((layer.mixer is not None) + (layer.mlp is not None)) // 2
+    _merge(parts, {("norms", "replicated", False): norms})
+    return parts
+
+
+def _merge(parts: blocks.Parts, more: blocks.Parts) -> None:
+    for k, v in more.items():
+        parts[k] = parts.get(k, 0) + v
+
+
+def _row_parallel_outputs(layer: Layer) -> int:
+    """TP allreduces a layer issues: one per RowParallel output (attention o_proj / mixer out_proj,
+    MLP down_proj or the fused-MoE final reduce), formulas.md §1.1-1.2."""
+    return (layer.mixer is not None) + {None: 0, "dense": 1, "moe": 1, "both": 2}[layer.mlp]
+
+
+def _attention_kind(cfg: Cfg, heads: int, kinds: set[str]) -> str:
+    if "mla" in kinds:
+        return "mla"
+    kv = cfg.int("num_key_value_heads", heads)
+    if kv == heads:
+        return "mha"
+    return "mqa" if kv == 1 else "gqa"
+
+
+def _attn_groups(cfg: Cfg, per_layer: list[Layer], state: dict[str, int]) -> tuple[AttnGroup, ...]:
+    counts: dict[str, int] = defaultdict(int)
+    for layer in per_layer:
+        if layer.mixer is not None:
+            counts[layer.mixer] += 1
+    out = []
+    for kind, count in sorted(counts.items()):
+        out.append(_attn_group(cfg, kind, count, state))
+    return tuple(out)
+
+
+def _attn_group(cfg: Cfg, kind: str, count: int, state: dict[str, int]) -> AttnGroup:
+    heads = cfg.int("num_attention_heads")
+    if kind in ("linear", "mamba"):
+        return AttnGroup(kind=kind, layers=count, num_heads=heads, state_elems=state[kind])  # type: ignore[arg-type]
+    if cfg.has("kv_lora_rank"):
+        latent = cfg.int("kv_lora_rank") + cfg.int("qk_rope_head_dim")
+        index = 0
+        if cfg.has("index_head_dim"):
+            idim = cfg.int("index_head_dim")
+            index = idim + idim // 128 * _INDEX_SCALE_BYTES_PER_128
+        return AttnGroup(kind="mla", layers=count, num_heads=heads, kv_heads=1, latent_dim=latent,
+                         head_dim=cfg.int("qk_nope_head_dim") + cfg.int("qk_rope_head_dim"),
+                         index_bytes_per_token=index, window=_window(cfg, kind))
+    g = blocks.attn_geom(cfg, kind)
+    return AttnGroup(kind="full" if kind == "full" else "sliding", layers=count, num_heads=g.heads,
+                     kv_heads=g.kv_heads, head_dim=g.head_dim, k_dim=g.head_dim, v_dim=0 if g.k_eq_v else g.v_dim,
+                     window=_window(cfg, kind))
+
+
+def _window(cfg: Cfg, kind: str) -> int | None:
+    if kind == "sliding":
+        return cfg.int("sliding_window", 0, minimum=0) or cfg.int("sliding_window_size")
+    if kind == "chunked":
+        return cfg.int("attention_chunk_size")
+    return None
+
+
+def _moe(cfg: Cfg, per_layer: list[Layer], experts: int) -> MoE | None:
+    if experts == 0:
+        return None
+    k = 0
+    for key in ("num_experts_per_tok", "top_k_experts", "experts_per_token"):
+        if cfg.has(key):
+            k = cfg.int(key)
+            break
+    if k == 0:
+        raise ConfigError(f"{cfg.where}: missing required field 'num_experts_per_tok' for {experts} experts")
+    if k > experts:
+        raise ConfigError(f"{cfg.where}: field 'num_experts_per_tok' = {k} exceeds {experts} experts")
+    moe_layers = sum(1 for lay in per_layer if lay.mlp in ("moe", "both"))
+    shared = blocks.shared_intermediate(cfg)
+    inter = blocks.expert_intermediate(cfg)
+    return MoE(num_experts=experts, experts_per_token=k, shared_experts=-(-shared // inter) if shared else 0,
+               expert_intermediate=inter, shared_intermediate=shared, moe_layers=moe_layers,
+               dense_layers=sum(1 for lay in per_layer if lay.mlp in ("dense", "both")),
+               dense_intermediate=cfg.int("intermediate_size_mlp", 0, minimum=0) or cfg.int("intermediate_size", 0, minimum=0))
+
+
+def _mtp(cfg: Cfg, quant: QuantScheme, per_layer: list[Layer], experts: int, n: int) -> tuple[int, int, float]:
+    """MTP modules kept apart (formulas.md §8): each is one decoder layer + eh_proj (2H x H) + norms;
+    DeepSeek-style `num_nextn_predict_layers` also store their own embed_tokens and shared_head."""
+    h, vocab = cfg.int("hidden_size"), cfg.int("vocab_size")
+    count, own_embeddings = 0, False
+    if cfg.has("num_nextn_predict_layers"):
+        count, own_embeddings = cfg.int("num_nextn_predict_layers", minimum=0), True
+    elif cfg.has("mtp_num_hidden_layers"):
+        count = cfg.int("mtp_num_hidden_layers", minimum=0)
+        own_embeddings = cfg.bool("mtp_use_dedicated_embeddings")
+    elif cfg.bool("use_mtp") and cfg.has("num_mtp_modules"):
+        count = cfg.int("num_mtp_modules", minimum=0) * cfg.int("mtp_transformer_layers", 1)
+    if count == 0:
+        return 0, 0, 0.0
+    last = per_layer[-1]
+    layer = Layer("full" if last.mixer in (None, "linear", "mamba") else last.mixer, last.mlp or "dense")
+    params, nbytes = 0, 0.0
+    for j in range(count):
+        parts = _block_parts(cfg, layer, experts, {})
+        parts[("mtp_proj", "tp", True)] = 2 * h * h + 3 * h
+        if own_embeddings:
+            parts[("embed", "vocab", False)] = 2 * vocab * h
+        for (group, _shard, linear), p in parts.items():
+            module = f"model.layers.{n + j}.{_MODULE.get(group, group)}"
+            fmt = quant.format_for(module, expert=group == "routed_experts") if linear else "bf16"
+            params += p
+            nbytes += p * bytes_per_param(fmt)
+    return count, params, nbytes

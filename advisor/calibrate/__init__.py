@@ -1,0 +1,1 @@
+"""Calibration room: read measurements, fit efficiency terms, report held-out error."""

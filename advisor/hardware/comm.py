@@ -1,0 +1,165 @@
+"""Collective cost functions: time of a collective of S bytes over n GPUs placed on a node.
+
+Model (per term, fitted or analogue, see the profile's `source`): two regimes split at `switch_bytes`,
+each `latency_us + S * bus_factor / busbw` (nccl-tests bus-bandwidth convention,
+nccl-tests `doc/PERFORMANCE.md`). Which backend runs an allreduce follows the engine's dispatch
+(formulas.md §5): vLLM `vllm/distributed/device_communicators/cuda_communicator.py:all_reduce`,
+`custom_all_reduce.py:CustomAllreduce.__init__/should_custom_ar`, `all_reduce_utils.py` size tables.
+A group is as slow as its slowest hop: if the group's worst path (e.g. cross_socket) is worse than the
+path the term was measured on, bandwidth is scaled by the ratio of the two links' P2P rates and the
+extra per-hop latency is paid once per ring step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from advisor.errors import AdvisorError
+from advisor.hardware.placement import group_path, pick_gpus
+from advisor.hardware.schema import OPS, CollectiveTerm, HardwareProfile
+
+ENGINES = ("vllm", "sglang", "nccl")
+MiB = 1024 * 1024
+# vLLM CustomAllreduce(max_size=8192 * 1024) default (custom_all_reduce.py); SGLang uses the same default.
+CUSTOM_AR_DEFAULT_MAX_BYTES = 8 * MiB
+# vllm/distributed/device_communicators/all_reduce_utils.py: CUSTOM_ALL_REDUCE_MAX_SIZES (applies when
+# torch symm-mem is enabled, VLLM_ALLREDUCE_USE_SYMM_MEM=1 by default) and SYMM_MEM_ALL_REDUCE_MAX_SIZES.
+VLLM_CUSTOM_AR_MAX_BYTES = {
+    "sm90": {2: 64 * MiB, 4: 32 * MiB, 6: MiB // 2, 8: MiB // 4},
+    "sm100": {2: 2 * MiB, 4: 2 * MiB, 6: 1 * MiB, 8: 1 * MiB},
+    "sm103": {2: 4 * MiB, 4: 4 * MiB, 6: 8 * MiB, 8: 4 * MiB},
+}
+VLLM_SYMM_MEM_MAX_BYTES = {
+    "sm90": {2: 64 * MiB, 4: 32 * MiB, 6: 64 * MiB, 8: 64 * MiB},
+    "sm100": {2: 8 * MiB, 4: 32 * MiB, 6: 128 * MiB, 8: 128 * MiB},
+    "sm103": {2: 4 * MiB, 4: 32 * MiB, 6: 32 * MiB, 8: 64 * MiB},
+}
+# custom_all_reduce.py: CustomAllreduce._SUPPORTED_WORLD_SIZES
+CUSTOM_AR_WORLD_SIZES = (2, 4, 6, 8)
+
+
+def bus_factor(op: str, n: int) -> float:
+    """nccl-tests busbw/algbw factor: allreduce 2(n-1)/n; allgather/reducescatter/alltoall (n-1)/n; p2p 1."""
+    if op == "p2p":
+        return 1.0
+    if op == "allreduce":
+        return 2.0 * (n - 1) / n
+    return (n - 1) / n
+
+
+def ring_steps(op: str, n: int) -> int:
+    """Link traversals in series: ring allreduce 2(n-1), other ring collectives n-1, p2p 1."""
+    return 1 if op == "p2p" else (2 * (n - 1) if op == "allreduce" else n - 1)
+
+
+def two_regime_us(S: np.ndarray, f: float, lat_s: float, bw_s: float, split: float, lat_l: float,
+                  bw_l: float) -> np.ndarray:
+    """t = lat + S*f/(busbw*1e3) [us, GB/s], small regime below `split` bytes, large regime above."""
+    return np.where(S < split, lat_s + S * (f / (bw_s * 1e3)), lat_l + S * (f / (bw_l * 1e3)))
+
+
+def find_term(hw: HardwareProfile, op: str, n: int, backend: str = "nccl") -> CollectiveTerm | None:
+    """Term for (op, backend) at group size n; unmeasured n uses the nearest larger measured size
+    (an upper bound), else the largest."""
+    terms = [c for c in hw.collectives if c.op == op and c.backend == backend]
+    if op == "p2p":
+        n = 2
+    if not terms:
+        return None
+    larger = [c for c in terms if c.gpus >= n]
+    return min(larger, key=lambda c: c.gpus) if larger else max(terms, key=lambda c: c.gpus)
+
+
+def _term_time(hw: HardwareProfile, term: CollectiveTerm, S: np.ndarray, op: str, n: int,
+               path: str | None) -> np.ndarray:
+    f = bus_factor(op, n)
+    scale, dlat = 1.0, 0.0
+    if path is not None and path != term.path:
+        links = {lk.path: lk for lk in hw.topology.links}
+        have, want = links.get(term.path), links.get(path)
+        if have is not None and want is not None:
+            scale = min(1.0, want.p2p_bw_gbps / have.p2p_bw_gbps)
+            dlat = max(0.0, want.latency_us - have.latency_us) * ring_steps(op, n)
+    return two_regime_us(S, f, term.small_latency_us + dlat, term.small_busbw_gbps * scale,
+                         term.switch_bytes, term.large_latency_us + dlat, term.large_busbw_gbps * scale)
+
+
+def _custom_rule(hw: HardwareProfile, gpus: Sequence[int], engine: str) -> tuple[float, str]:
+    """(max bytes for the in-engine allreduce, reason). 0 means the engine uses NCCL for every size."""
+    n, topo = len(gpus), hw.topology
+    if engine == "nccl":
+        return 0.0, "engine=nccl: plain NCCL as nccl-tests runs it"
+    if n not in CUSTOM_AR_WORLD_SIZES:
+        return 0.0, f"custom allreduce supports world sizes {CUSTOM_AR_WORLD_SIZES} only; {n} -> NCCL"
+    fully = group_path(topo, gpus) == "nvlink"
+    if n > 2 and not fully:
+        return 0.0, (f"custom allreduce is disabled on more than two PCIe-only GPUs ({n} GPUs not fully "
+                     "NVLink/xGMI-connected; custom_all_reduce.py) -> NCCL for every size")
+    if not fully and not topo.p2p:
+        return 0.0, "2 PCIe GPUs without P2P (gpu_p2p_access_check fails) -> NCCL"
+    sm = hw.gpu.sm or ""
+    if engine == "vllm" and sm in VLLM_CUSTOM_AR_MAX_BYTES:
+        custom = VLLM_CUSTOM_AR_MAX_BYTES[sm].get(n, CUSTOM_AR_DEFAULT_MAX_BYTES)
+        symm = VLLM_SYMM_MEM_MAX_BYTES[sm].get(n, 0) if (fully and topo.nvswitch) else 0
+        limit = float(max(custom, symm))
+        how = f"custom AR < {custom / MiB:g} MiB" + (f", torch symm-mem < {symm / MiB:g} MiB" if symm else "")
+        return limit, f"{engine} in-engine allreduce on {n} {'NVLink' if fully else 'P2P'} GPUs ({how}; " \
+                      "all_reduce_utils.py), NCCL above"
+    link = "NVLink/xGMI" if fully else "PCIe P2P"
+    return float(CUSTOM_AR_DEFAULT_MAX_BYTES), (f"{engine} custom allreduce on {n} {link} GPUs for messages "
+                                                f"< 8 MiB (custom_all_reduce.py max_size), NCCL above")
+
+
+def _check(op: str, engine: str) -> None:
+    if op not in OPS:
+        raise AdvisorError(f"collective op {op!r}: expected one of {', '.join(OPS)}")
+    if engine not in ENGINES:
+        raise AdvisorError(f"--engine {engine}: expected one of {', '.join(ENGINES)}")
+
+
+def allreduce_backend_reason(hw: HardwareProfile, n_gpus: int, nbytes: float = 0.0, engine: str = "vllm",
+                             gpus: Sequence[int] | None = None) -> tuple[str, str]:
+    """("custom" | "nccl" | "none", one-line reason) for one allreduce of `nbytes` on n GPUs."""
+    _check("allreduce", engine)
+    if n_gpus <= 1:
+        return "none", "single GPU: no collective"
+    group = list(gpus) if gpus is not None else pick_gpus(hw, n_gpus)
+    limit, why = _custom_rule(hw, group, engine)
+    if limit > 0 and nbytes >= limit:
+        return "nccl", f"{nbytes:.0f} B is above the in-engine limit: {why}"
+    return ("custom" if limit > 0 else "nccl"), why
+
+
+def allreduce_backend(hw: HardwareProfile, n_gpus: int, nbytes: float = 0.0, engine: str = "vllm") -> str:
+    """"custom" (engine's own allreduce kernel) or "nccl"; "none" for one GPU. Reason: allreduce_backend_reason."""
+    return allreduce_backend_reason(hw, n_gpus, nbytes, engine)[0]
+
+
+def collective_time_us(hw: HardwareProfile, op: str, nbytes: float | np.ndarray, n_gpus: int,
+                       engine: str = "vllm", gpus: Sequence[int] | None = None) -> np.ndarray:
+    """Microseconds for one collective of `nbytes` (nccl-tests size) over n GPUs; vectorised over nbytes.
+
+    Placement: `gpus` if given, else `pick_gpus(hw, n)`. Allreduce uses the engine's custom kernel term
+    below its size limit where the engine would (see allreduce_backend_reason), NCCL terms otherwise.
+    p2p is one transfer over the group's slowest hop (the 2-GPU term).
+    """
+    _check(op, engine)
+    S = np.asarray(nbytes, dtype=float)
+    if n_gpus <= 1:
+        return np.zeros_like(S)
+    group = list(gpus) if gpus is not None else pick_gpus(hw, n_gpus)
+    n = len(group)
+    path = group_path(hw.topology, group)
+    nccl = find_term(hw, op, n, "nccl")
+    if nccl is None:
+        raise AdvisorError(f"{hw.id}: profile has no NCCL {op} term")
+    t = _term_time(hw, nccl, S, op, n, path)
+    if op != "allreduce":
+        return t
+    limit, _ = _custom_rule(hw, group, engine)
+    custom = find_term(hw, op, n, f"{engine}_custom") or find_term(hw, op, n, "vllm_custom")
+    if limit <= 0 or custom is None:
+        return t
+    return np.where(S < limit, _term_time(hw, custom, S, op, n, path), t)

@@ -1,0 +1,93 @@
+"""Fit collective terms (latency floor + bytes/busbw, two regimes) to measured (size, time) points.
+
+Used by `advisor hw import-nccl` and `scripts/comm_accuracy.py`. Pure numpy: each regime is a
+two-parameter non-negative least-squares fit on relative residuals, the split is chosen by search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from advisor.hardware.comm import bus_factor, two_regime_us
+
+# Ceiling for a fitted bus bandwidth when the data show no size dependence (pure-latency regime).
+MAX_BUSBW_GBPS = 1.0e5
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Fitted terms for one (op, gpus) series and their error on the points they came from."""
+
+    op: str
+    gpus: int
+    points: int
+    small_latency_us: float
+    small_busbw_gbps: float
+    switch_bytes: float
+    large_latency_us: float
+    large_busbw_gbps: float
+    median_abs_err_pct: float
+    p90_abs_err_pct: float
+
+    def as_dict(self) -> dict[str, float | int | str]:
+        return asdict(self)
+
+
+def _nnls2(x: np.ndarray, t: np.ndarray) -> tuple[float, float]:
+    """min sum(((a + c x) / t - 1)^2) with a, c >= 0 (2-variable NNLS: interior or best boundary)."""
+    A = np.stack([1.0 / t, x / t], axis=1)
+    y = np.ones_like(t)
+    cands: list[tuple[float, float]] = []
+    sol, *_ = np.linalg.lstsq(A, y, rcond=None)
+    if sol[0] >= 0 and sol[1] >= 0:
+        cands.append((float(sol[0]), float(sol[1])))
+    a_only = float(max(0.0, (A[:, 0] @ y) / (A[:, 0] @ A[:, 0])))
+    c_only = float(max(0.0, (A[:, 1] @ y) / (A[:, 1] @ A[:, 1]))) if np.any(x > 0) else 0.0
+    cands += [(a_only, 0.0), (0.0, c_only)]
+    return min(cands, key=lambda ac: float(np.sum((A @ np.array(ac) - y) ** 2)))
+
+
+def _regime(x: np.ndarray, t: np.ndarray) -> tuple[float, float]:
+    """(latency_us, busbw_gbps) of t = a + x / (busbw*1e3), x = bytes*bus_factor."""
+    a, c = _nnls2(x, t)
+    bw = MAX_BUSBW_GBPS if c <= 1.0 / (MAX_BUSBW_GBPS * 1e3) else 1.0 / (c * 1e3)
+    return a, bw
+
+
+def abs_err_pct(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
+    """|pred/meas - 1| in percent."""
+    return np.abs(pred / meas - 1.0) * 100.0
+
+
+def fit_collective(op: str, gpus: int, sizes_bytes: np.ndarray, times_us: np.ndarray,
+                   min_points_per_regime: int = 3) -> Fit:
+    """Two-regime fit choosing the split size that minimises median + p90 relative error."""
+    S = np.asarray(sizes_bytes, dtype=float)
+    t = np.asarray(times_us, dtype=float)
+    if S.size < 2:
+        raise ValueError("need at least 2 points to fit a latency floor and a bus bandwidth")
+    order = np.argsort(S, kind="stable")
+    S, t = S[order], t[order]
+    f = bus_factor(op, gpus)
+    best: tuple[float, tuple[float, float, float, float, float]] | None = None
+    for split in [0.0, *np.unique(S)[1:]]:
+        small = S < split
+        ns, nl = int(small.sum()), int((~small).sum())
+        if (0 < ns < min_points_per_regime) or nl < min(min_points_per_regime, S.size):
+            continue
+        a_l, bw_l = _regime(S[~small] * f, t[~small])
+        a_s, bw_s = _regime(S[small] * f, t[small]) if ns else (a_l, bw_l)
+        pred = two_regime_us(S, f, a_s, bw_s, split, a_l, bw_l)
+        err = abs_err_pct(pred, t)
+        score = float(np.median(err) + np.percentile(err, 90))
+        if best is None or score < best[0] - 1e-9:
+            best = (score, (a_s, bw_s, float(split), a_l, bw_l))
+    assert best is not None
+    a_s, bw_s, split, a_l, bw_l = best[1]
+    err = abs_err_pct(two_regime_us(S, f, a_s, bw_s, split, a_l, bw_l), t)
+    return Fit(op=op, gpus=gpus, points=int(S.size), small_latency_us=round(a_s, 3),
+               small_busbw_gbps=round(bw_s, 3), switch_bytes=split, large_latency_us=round(a_l, 3),
+               large_busbw_gbps=round(bw_l, 3), median_abs_err_pct=round(float(np.median(err)), 2),
+               p90_abs_err_pct=round(float(np.percentile(err, 90)), 2))

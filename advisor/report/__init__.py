@@ -1,0 +1,1 @@
+"""Output sinks: rich tables for people, JSON documents, matplotlib figures."""

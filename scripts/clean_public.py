@@ -1,0 +1,44 @@
+"""Clean data/bench/public.csv (wide, annotated) into the §3.4 measurement CSV.
+
+Usage: python scripts/clean_public.py ../shared/data/bench/public.csv -o OUT.csv
+Prints kept/dropped counts with reasons to stderr; the mapping lives in advisor/calibrate/public.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without install
+
+from advisor.calibrate.public import clean_public, read_public, write_csv  # noqa: E402
+from advisor.errors import AdvisorError  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, clean, write atomically, report to stderr; exit 2 on bad input."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("input", type=Path, help="public.csv (wide schema, see public_notes.md)")
+    parser.add_argument("-o", "--output", type=Path, required=True, help="cleaned §3.4 CSV to write")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list every dropped row")
+    args = parser.parse_args(argv)
+    try:
+        rows = read_public(args.input)
+        result = clean_public(rows)
+        write_csv(result.kept, args.output)
+    except AdvisorError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"kept {len(result.kept)} of {len(rows)} rows -> {args.output}", file=sys.stderr)
+    print(f"dropped {len(result.dropped)}:", file=sys.stderr)
+    for category, count in result.summary().most_common():
+        print(f"  {count:5d}  {category}", file=sys.stderr)
+    if args.verbose:
+        for number, reason in result.dropped:
+            print(f"  row {number}: {reason}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

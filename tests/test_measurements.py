@@ -1,0 +1,437 @@
+"""Measurement input of the calibration room: §3.4 CSV, vLLM bench JSON, public.csv cleaning."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from advisor.calibrate import public
+from advisor.calibrate.measurements import Measurement, read_measurements
+from advisor.errors import AdvisorError
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures" / "bench"
+
+
+@pytest.fixture(scope="module")
+def shared_dir() -> Path:
+    """../shared next to the repo (reference data; CI has it)."""
+    return Path(__file__).resolve().parents[2] / "shared"
+
+
+@pytest.fixture(scope="module")
+def bench_dir(shared_dir: Path) -> Path:
+    return shared_dir / "data" / "bench"
+
+
+def _raw_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+# ------------------------------------------------------------------ real files
+
+
+def test_case_study_parses_all_four_rows(bench_dir: Path) -> None:
+    result = read_measurements(bench_dir / "case_study.csv")
+    assert result.rejected == []
+    assert [m.row for m in result.rows] == [1, 2, 3, 4]
+    kimi_single, kimi_128, minimax_single, minimax_ep8 = result.rows
+    assert kimi_single.model == "nvidia/Kimi-K2.5-NVFP4"
+    assert (kimi_single.tp, kimi_single.concurrency, kimi_single.output_tok_s) == (8, 1, 61.0)
+    assert kimi_single.input_len is None and kimi_single.output_len == 512
+    assert kimi_single.tpot_ms == pytest.approx(16.4)
+    assert kimi_128.concurrency == 128 and kimi_128.output_tok_s == 1239.0
+    assert kimi_128.tpot_ms is None and kimi_128.ttft_ms is None and kimi_128.output_len is None
+    assert (minimax_single.tp, minimax_single.output_tok_s) == (4, 84.0)
+    assert (minimax_ep8.tp, minimax_ep8.ep, minimax_ep8.output_tok_s) == (8, 8, 4000.0)
+    assert {m.hardware for m in result.rows} == {"rtx-pro-6000-server"}
+    assert {m.weight_dtype for m in result.rows} == {None}  # empty = the checkpoint's own
+    assert all(m.source.startswith("case study") for m in result.rows)
+
+
+def test_silicon_dev_rejects_exactly_the_zero_parallel_sizes(bench_dir: Path) -> None:
+    path = bench_dir / "silicon_dev.csv"
+    raw = _raw_rows(path)
+    zero_rows = {i for i, r in enumerate(raw, start=1) if "0" in (r["dp"], r["ep"])}
+    result = read_measurements(path)
+    assert len(raw) == 1814
+    assert len(result.rows) + len(result.rejected) == len(raw)
+    assert {r.row for r in result.rejected} == zero_rows
+    assert len(zero_rows) == 19  # aiconfigurator "epnone" rows converted as ep=0 (and dp=0)
+    for rej in result.rejected:
+        assert "must be >= 1" in rej.reason and ("ep='0'" in rej.reason or "dp='0'" in rej.reason)
+        assert rej.raw["model"] and rej.file == str(path)
+    assert len(result.rows) == 1795
+    assert {m.engine for m in result.rows} == {"vllm", "sglang", "trtllm"}
+    assert all(m.ttft_ms and m.tpot_ms and m.output_tok_s is None for m in result.rows)
+    first = result.rows[0]
+    assert (first.model, first.hardware, first.tp, first.ep, first.concurrency) == (
+        "Qwen/Qwen3.5-397B-A17B",
+        "b300-sxm",
+        4,
+        2,
+        32,
+    )
+    assert (first.input_len, first.output_len, first.tpot_ms) == (8192, 1024, 17.5058)
+
+
+def test_known_model_and_hardware_callbacks_reject_rows(bench_dir: Path) -> None:
+    def known_hw(hw: str) -> bool:
+        if hw == "gb200":
+            raise AdvisorError("hwprofiles/gb200.toml: no such profile")
+        return True
+
+    result = read_measurements(
+        bench_dir / "silicon_dev.csv",
+        known_models=lambda m: m != "zhipuai/GLM-5",
+        known_hardware=known_hw,
+    )
+    reasons = [r.reason for r in result.rejected]
+    assert sum("unknown model 'zhipuai/GLM-5'" in r for r in reasons) == 46
+    assert any("unknown hardware 'gb200': hwprofiles/gb200.toml" in r for r in reasons)
+    assert all(m.model != "zhipuai/GLM-5" and m.hardware != "gb200" for m in result.rows)
+
+
+# ------------------------------------------------------------------ row validation
+
+
+def test_mixed_csv_keeps_good_rows_and_rejects_bad_ones_with_row_numbers() -> None:
+    result = read_measurements(FIXTURES / "mixed_rows.csv")
+    assert [m.row for m in result.rows] == [1, 6]
+    first, partial = result.rows
+    assert (first.engine, first.weight_dtype, first.tpot_ms, first.output_tok_s) == (
+        "vllm",
+        "fp8",
+        11.9,
+        84.0,
+    )
+    assert (partial.engine, partial.weight_dtype, partial.output_len) == ("sglang", "nvfp4", None)
+    assert (partial.pp, partial.dp, partial.ep) == (1, 1, 1)
+    reasons = {r.row: r.reason for r in result.rejected}
+    assert sorted(reasons) == [2, 3, 4, 7, 8, 9]
+    assert "tpot_ms='-3.5' must be a finite number > 0" in reasons[2]
+    assert "concurrency='fast' is not a number" in reasons[3]
+    assert "tp='0' must be >= 1" in reasons[4]
+    assert "no measured value" in reasons[7]
+    assert "weight_dtype 'fp16'" in reasons[8] and "ttft_ms='0' must be" in reasons[8]
+    assert "hardware is empty" in reasons[9] and "engine 'ollama'" in reasons[9]
+    assert result.rejected[0].raw["tpot_ms"] == "-3.5"
+
+
+def test_defaults_fill_empty_cells_and_unknown_default_keys_fail() -> None:
+    result = read_measurements(FIXTURES / "mixed_rows.csv", defaults={"hardware": "h100-sxm"})
+    row9 = [r for r in result.rejected if r.row == 9][0]
+    assert "hardware is empty" not in row9.reason and "engine 'ollama'" in row9.reason
+    with pytest.raises(AdvisorError, match="defaults: unknown field"):
+        read_measurements(FIXTURES / "mixed_rows.csv", defaults={"gpu": "h100"})
+
+
+def test_measurement_normalises_dtype_and_engine_and_is_frozen() -> None:
+    base = {
+        "model": "m/x",
+        "hardware": "h100-sxm",
+        "concurrency": 1,
+        "tpot_ms": 10.0,
+        "source": "test",
+        "row": 1,
+        "file": "f.csv",
+    }
+    for spelling, dtype in [
+        ("FP8", "fp8"),
+        ("fp4", "nvfp4"),
+        ("NVFP4", "nvfp4"),
+        ("FP4", "nvfp4"),
+        ("bfloat16", "bf16"),
+        ("MXFP4", "mxfp4"),
+        ("INT4", "int4"),
+    ]:
+        assert Measurement(**base, weight_dtype=spelling).weight_dtype == dtype
+    assert Measurement(**base, engine="TensorRT-LLM").engine == "trtllm"
+    with pytest.raises(ValidationError):
+        Measurement(**base, weight_dtype="fp16")
+    with pytest.raises(ValidationError):
+        Measurement(**{**base, "tpot_ms": None})
+    with pytest.raises(ValidationError):
+        Measurement(**base, tp=0)
+    m = Measurement(**base)
+    with pytest.raises(ValidationError):
+        m.tp = 2  # type: ignore[misc]
+
+
+# ------------------------------------------------------------------ whole-file problems
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "file is empty"),
+        (b"  \n\n", "file is empty"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary file"),
+        (b"model;hardware\xff\xfe;tp", "not UTF-8"),
+        (b'[1, "a", null, {"x": 1}]', "not a vLLM `bench serve` result"),
+        (b'{"mean_ttft_ms": 1', "not valid JSON"),
+        (b"model,hardware,engine\nx,y,vllm\n", "missing column(s) tp, concurrency"),
+        (b"just some prose, not a table\n", "missing column(s) model, hardware, tp, concurrency"),
+    ],
+)
+def test_garbage_files_raise_one_line_naming_the_file(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "measurements.csv"
+    path.write_bytes(content)
+    with pytest.raises(AdvisorError) as info:
+        read_measurements(path)
+    text = str(info.value)
+    assert str(path) in text and message in text and "\n" not in text
+
+
+def test_missing_file_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(AdvisorError, match="not found"):
+        read_measurements(tmp_path / "nope.csv")
+    with pytest.raises(AdvisorError, match="not a file"):
+        read_measurements(tmp_path)
+
+
+def test_type_is_detected_by_content_and_bom_is_tolerated(tmp_path: Path) -> None:
+    csv_as_json = tmp_path / "really_csv.json"
+    csv_as_json.write_bytes(b"\xef\xbb\xbfModel, Hardware ,tp,concurrency,tpot_ms\nm/x,h100-sxm,2,4,12.5\n")
+    rows = read_measurements(csv_as_json).rows
+    assert [(m.model, m.hardware, m.tp, m.concurrency, m.tpot_ms) for m in rows] == [
+        ("m/x", "h100-sxm", 2, 4, 12.5)
+    ]
+    json_as_txt = tmp_path / "bench.txt"
+    json_as_txt.write_text((FIXTURES / "vllm_bench_serve.json").read_text())
+    assert len(read_measurements(json_as_txt).rows) == 1
+
+
+def test_misaligned_csv_row_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "m.csv"
+    path.write_text("model,hardware,tp,concurrency,tpot_ms\nm/x,h100-sxm,2,4,12.5\nm/x,h100-sxm,2,4,1,2,3\n")
+    result = read_measurements(path)
+    assert [m.row for m in result.rows] == [1]
+    assert result.rejected[0].row == 2 and "7 cells but the header has 5" in result.rejected[0].reason
+
+
+# ------------------------------------------------------------------ vLLM bench JSON
+
+
+def test_vllm_bench_json_fixture() -> None:
+    path = FIXTURES / "vllm_bench_serve.json"
+    doc = json.loads(path.read_text())
+    result = read_measurements(path, defaults={"engine": "vllm", "hardware": "h100-sxm", "tp": 8})
+    assert result.rejected == []
+    (m,) = result.rows
+    assert m.model == doc["model_id"] == "MiniMaxAI/MiniMax-M2.5"
+    assert m.hardware == "rtx-pro-6000-server"  # --metadata in the file wins over defaults
+    assert m.tp == 4 and m.engine == "vllm"
+    assert m.concurrency == doc["max_concurrency"] == 32
+    assert m.input_len == doc["total_input_tokens"] / doc["completed"] == 1024
+    assert m.output_len == doc["total_output_tokens"] / doc["completed"] == 512
+    assert (m.ttft_ms, m.tpot_ms, m.output_tok_s) == (412.5, 28.7, 1088.6)
+    assert m.row == 1 and "vllm_bench_serve.json #1" in m.source and "date=20260301-120000" in m.source
+
+
+def test_vllm_bench_jsonl_rows_and_rejections() -> None:
+    path = FIXTURES / "vllm_bench_append.jsonl"
+    bare = read_measurements(path)
+    assert bare.rows == [] and all("hardware is empty" in r.reason for r in bare.rejected[:3])
+    result = read_measurements(path, defaults={"hardware": "rtx-pro-6000-server", "tp": 8, "engine": "vllm"})
+    by_row = {m.row: m for m in result.rows}
+    assert sorted(by_row) == [1, 2]
+    assert by_row[1].concurrency == 8 and by_row[1].input_len == 1025  # 65600 / 64
+    assert by_row[2].concurrency == 16  # request_rate inf, no cap: all 16 prompts at once
+    reasons = {r.row: r.reason for r in result.rejected}
+    assert "concurrency is empty" in reasons[3]  # open loop at 2 req/s: concurrency unknown
+    assert "speculative decoding was on (acceptance length 2.4)" in reasons[4]
+    assert "no completed requests" in reasons[5]
+    with_conc = read_measurements(
+        path, defaults={"hardware": "rtx-pro-6000-server", "tp": 8, "concurrency": 4}
+    )
+    assert {m.row: m.concurrency for m in with_conc.rows} == {1: 8, 2: 16, 3: 4}
+
+
+def test_json_array_with_some_junk_rejects_the_junk(tmp_path: Path) -> None:
+    good = json.loads((FIXTURES / "vllm_bench_serve.json").read_text())
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps([good, 42, {"foo": "bar"}, {**good, "mean_tpot_ms": "fast"}]))
+    result = read_measurements(path)
+    assert [m.row for m in result.rows] == [1]
+    reasons = {r.row: r.reason for r in result.rejected}
+    assert reasons[2] == "not a JSON object"
+    assert reasons[3].startswith("not a bench-serve result")
+    assert "tpot_ms='fast' is not a number" in reasons[4]
+
+
+# ------------------------------------------------------------------ public.csv cleaning
+
+
+@pytest.fixture(scope="module")
+def cleaned(bench_dir: Path) -> tuple[list[dict[str, str]], public.CleanResult]:
+    raw = public.read_public(bench_dir / "public.csv")
+    return raw, public.clean_public(raw)
+
+
+def test_public_clean_keeps_only_rows_with_stated_conditions(cleaned) -> None:
+    raw, result = cleaned
+    assert len(raw) == 763
+    assert len(result.kept) + len(result.dropped) == len(raw)
+    for row in result.kept:
+        assert row["concurrency"].isdigit() and row["tp"].isdigit()
+        assert row["input_len"].isdigit() and row["output_len"].isdigit()
+        assert any(row[k] for k in ("ttft_ms", "tpot_ms", "output_tok_s"))
+        assert row["engine"] in {"vllm", "sglang", "trtllm"}
+    no_concurrency = sum(1 for r in raw if not r["concurrency"].strip().isdigit())
+    assert result.summary()["concurrency"] == no_concurrency
+
+
+def test_public_clean_rtx_pro_6000_rows(cleaned) -> None:
+    raw, result = cleaned
+    rtx = [r for r in result.kept if r["hardware"] == "rtx-pro-6000-server"]
+    assert len(rtx) == 27
+    row690 = [r for r in rtx if "public.csv row 690 " in r["source"] + " "][0]
+    assert raw[689]["output_tok_s_total"] == "2294"
+    assert (row690["model"], row690["engine"], row690["tp"], row690["concurrency"]) == (
+        "nvidia/Qwen3.5-397B-A17B-NVFP4",
+        "vllm",
+        "4",
+        "128",
+    )
+    assert (row690["input_len"], row690["output_len"], row690["output_tok_s"]) == ("1", "512", "2294")
+    assert row690["weight_dtype"] == "nvfp4" and "recorded as 1" in row690["source"]
+    # speculative-decoding rows (MTP ON) are never kept
+    mtp_on = {i for i, r in enumerate(raw, start=1) if "MTP ON" in r["source"] or "MTP on" in r["notes"]}
+    kept_numbers = {int(r["source"].split("public.csv row ")[1].split(" ")[0]) for r in result.kept}
+    assert mtp_on and not (mtp_on & kept_numbers)
+
+
+def test_public_clean_output_reads_back_without_rejections(cleaned, tmp_path: Path) -> None:
+    _, result = cleaned
+    out = tmp_path / "public_clean.csv"
+    public.write_csv(result.kept, out)
+    back = read_measurements(out)
+    assert back.rejected == [] and len(back.rows) == len(result.kept)
+    assert {m.hardware for m in back.rows} <= {
+        "rtx-pro-6000-server",
+        "rtx-pro-6000-ws",
+        "h100-sxm",
+        "h200-sxm",
+        "b200-sxm",
+        "b300-sxm",
+        "gb200",
+        "gb300",
+        "a100-sxm",
+        "l40s",
+        "rtx-4090",
+        "mi300x",
+    }
+    assert [p.name for p in tmp_path.iterdir()] == ["public_clean.csv"]  # no temp file left
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("RTX PRO 6000 Blackwell Server Edition (98GB each)", "rtx-pro-6000-server"),
+        ("RTX PRO 6000 Blackwell Workstation Edition (PCIe 5, no NVLink)", "rtx-pro-6000-ws"),
+        ("B200 180GB (DGX B200)", "b200-sxm"),
+        ("B200-SXM-180GB", "b200-sxm"),
+        ("GB200 192GB (NVL72)", "gb200"),
+        ("GB300 288GB (NVL72) [beta]", "gb300"),
+        ("B300 288GB (DGX B300) [beta]", "b300-sxm"),
+        ("H200 (AWS p5e.48xlarge)", "h200-sxm"),
+        ("H100 SXM 80GB (DGX H100)", "h100-sxm"),
+        ("AMD MI300X 192GB (2x EPYC 9374F host)", "mi300x"),
+    ],
+)
+def test_map_hardware(text: str, expected: str) -> None:
+    assert public.map_hardware(text)[0] == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "RTX PRO 6000 Blackwell Max-Q Workstation",
+        "RTX PRO 6000 Blackwell (8x, voipmonitor rig)",
+        "H100 (single GPU)",
+        "DGX Spark (GB10, unified LPDDR5X memory)",
+        "H800",
+        "H20",
+        "RTX 5090 (PCIe x8 lanes, Ryzen 9 9950X3D, no NVLink)",
+    ],
+)
+def test_map_hardware_drops_unmapped(text: str) -> None:
+    with pytest.raises(public.Drop, match="hardware"):
+        public.map_hardware(text)
+
+
+def test_public_field_parsers() -> None:
+    assert public.parse_length("output_len", "512 (max_tokens)") == (512, "output_len 512 (max_tokens)")
+    assert public.parse_length("input_len", "~20000 (±15%)")[0] == 20000
+    assert public.parse_length("input_len", "1024") == (1024, "")
+    for bad in ("MLPerf dataset (variable)", "", "variable"):
+        with pytest.raises(public.Drop):
+            public.parse_length("input_len", bad)
+    assert public.map_precision("FP4")[0] == "nvfp4"
+    assert public.map_precision("FP8 (native)")[0] == "fp8"
+    assert public.map_precision("MXFP4 MoE weights, FP8 KV cache") == (
+        "mxfp4",
+        "precision MXFP4 MoE weights, FP8 KV cache",
+    )
+    assert (
+        public.map_precision("native checkpoint (INT4 experts per model card; not stated in recipe)")[0] == ""
+    )
+    with pytest.raises(public.Drop):
+        public.map_precision("MXFP8")
+    assert public.map_engine("SGLang (lukealonso fork)", "not stated") == ("sglang", "[lukealonso fork]")
+    assert public.map_engine("TensorRT-LLM", "1.2") == ("trtllm", "1.2")
+    with pytest.raises(public.Drop):
+        public.map_engine("SlimServe (custom engine)", "")
+    assert public.map_model("Qwen3.5-397B-A17B", "nvidia/DeepSeek-R1-0528-NVFP4 (NVFP4 GEMMs)", "")[0] == (
+        "nvidia/DeepSeek-R1-0528-NVFP4"
+    )
+    assert (
+        public.map_model(
+            "Qwen3.5-397B-A17B", "(NVFP4 checkpoint, lukealonso or nvidia; not stated)", "nvfp4"
+        )[0]
+        == "Qwen/Qwen3.5-397B-A17B"
+    )
+    with pytest.raises(public.Drop):
+        public.map_model("GLM-5.3-Flash", "(NVFP4 checkpoint)", "nvfp4")
+
+
+def test_clean_public_script(bench_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "clean.csv"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "clean_public.py"),
+            str(bench_dir / "public.csv"),
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert "kept 37 of 763 rows" in done.stderr and "concurrency" in done.stderr
+    assert len(read_measurements(out).rows) == 37
+    bad = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "clean_public.py"),
+            str(FIXTURES / "mixed_rows.csv"),
+            "-o",
+            str(tmp_path / "x.csv"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "missing column(s)" in bad.stderr
+    assert not (tmp_path / "x.csv").exists()
