@@ -239,6 +239,30 @@ def test_unreachable_hub_falls_back_to_a_warm_cache(hub: Hub) -> None:
     assert out["source"] == f"hub-cache:acme/no-weights@{_sha('no-weights')}"
 
 
+def test_env_is_read_at_call_time_in_a_process_that_imported_huggingface_hub_earlier(
+    hub: Hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from huggingface_hub import constants
+
+    # This process imported huggingface_hub with its own env; simulate an online import without telemetry.
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_TELEMETRY", True)
+    for key in [k for k in os.environ if k.startswith(("HF_", "HUGGING", "TRANSFORMERS_"))]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("HF_ENDPOINT", hub.server.url)
+    monkeypatch.setenv("HF_HOME", str(hub.hf_home))
+    online = fetch_from_hub("acme/single")
+    assert online.source == f"hub:acme/single@{_sha('s')}" and online.safetensors_params == {
+        "F16": 512,
+        "F32": 16,
+    }
+    assert (hub.hf_home / "hub" / "models--acme--single" / "refs" / "main").read_text() == _sha("s")
+    seen = len(hub.server.requests)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    offline = fetch_from_hub("acme/single")
+    assert offline.source == f"hub-cache:acme/single@{_sha('s')}" and len(hub.server.requests) == seen
+
+
 @pytest.mark.parametrize(
     "bad",
     [

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.arch.fields import Cfg
+from advisor.arch.fields import Cfg, ConfigError
 
 Parts = dict[tuple[str, str, bool], int]
 
@@ -38,8 +38,17 @@ def attn_geom(cfg: Cfg, kind: str) -> AttnGeom:
     if kind == "full" and cfg.has("global_head_dim"):
         hd = vd = cfg.int("global_head_dim")
         kv = cfg.int("num_global_key_value_heads", kv)
+        _check_groups(cfg, heads, kv, "num_global_key_value_heads")
         return AttnGeom(heads, kv, hd, vd, k_eq_v=cfg.bool("attention_k_eq_v"))
+    _check_groups(cfg, heads, kv, "swa_num_key_value_heads" if kind == "sliding" and cfg.has(
+        "swa_num_attention_heads") else "num_key_value_heads")
     return AttnGeom(heads, kv, hd, vd)
+
+
+def _check_groups(cfg: Cfg, heads: int, kv: int, key: str) -> None:
+    """GQA shares each KV head among heads/kv query heads, so kv must divide heads (HF `repeat_kv`)."""
+    if heads % kv:
+        raise ConfigError(f"{cfg.where}: field {key!r} = {kv} does not divide the {heads} attention heads")
 
 
 def softmax_attention(cfg: Cfg, g: AttnGeom) -> Parts:

@@ -294,7 +294,8 @@ def _map_error(err: Exception, repo_id: str, revision: str | None, env: _HubEnv)
         return AdvisorError(f"{repo_id}: repo is disabled on the Hub")
     if isinstance(err, RemoteEntryNotFoundError):
         return AdvisorError(f"{repo_id}@{revision or 'main'}: the repo has no {CONFIG_FILE}")
-    reason = f"HTTP {status}" if status is not None else (" ".join(str(err).split()) or type(err).__name__)
+    first_line = str(err).strip().split("\n", 1)[0]
+    reason = f"HTTP {status}" if status is not None else (" ".join(first_line.split()) or type(err).__name__)
     return HubUnavailable(
         f"{repo_id}: cannot read it from the Hub at {env.endpoint} ({reason[:200]}), not in the HF cache"
     )

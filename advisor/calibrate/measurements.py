@@ -264,7 +264,7 @@ def _read_text(path: Path) -> str:
     if not path.is_file():
         raise AdvisorError(f"{path}: not a file")
     data = path.read_bytes()
-    if b"\x00" in data[:65536]:
+    if b"\x00" in data:
         raise AdvisorError(f"{path}: binary file, expected a measurement CSV or vLLM bench JSON")
     try:
         text = data.decode("utf-8-sig")

@@ -86,7 +86,7 @@ def _term_time(hw: HardwareProfile, term: CollectiveTerm, S: np.ndarray, op: str
                          term.switch_bytes, term.large_latency_us + dlat, term.large_busbw_gbps * scale)
 
 
-def _custom_rule(hw: HardwareProfile, gpus: Sequence[int], engine: str) -> tuple[float, str]:
+def custom_allreduce_limit(hw: HardwareProfile, gpus: Sequence[int], engine: str) -> tuple[float, str]:
     """(max bytes for the in-engine allreduce, reason). 0 means the engine uses NCCL for every size."""
     n, topo = len(gpus), hw.topology
     if engine == "nccl":
@@ -126,7 +126,7 @@ def allreduce_backend_reason(hw: HardwareProfile, n_gpus: int, nbytes: float = 0
     if n_gpus <= 1:
         return "none", "single GPU: no collective"
     group = list(gpus) if gpus is not None else pick_gpus(hw, n_gpus)
-    limit, why = _custom_rule(hw, group, engine)
+    limit, why = custom_allreduce_limit(hw, group, engine)
     if limit > 0 and nbytes >= limit:
         return "nccl", f"{nbytes:.0f} B is above the in-engine limit: {why}"
     return ("custom" if limit > 0 else "nccl"), why
@@ -158,7 +158,7 @@ def collective_time_us(hw: HardwareProfile, op: str, nbytes: float | np.ndarray,
     t = _term_time(hw, nccl, S, op, n, path)
     if op != "allreduce":
         return t
-    limit, _ = _custom_rule(hw, group, engine)
+    limit, _ = custom_allreduce_limit(hw, group, engine)
     custom = find_term(hw, op, n, f"{engine}_custom") or find_term(hw, op, n, "vllm_custom")
     if limit <= 0 or custom is None:
         return t

@@ -1,0 +1,108 @@
+"""Parallel plans (TP, PP, attention-DP, EP) and the engine's rules for which ones can run.
+
+Rules and their vLLM sources (formulas.md §2, §3.2, §6):
+- heads % TP (`QKVParallelLinear`); KV heads either split (kv % TP) or replicated (TP % kv)
+- EP size is TP x DP with `--enable-expert-parallel` (`FusedMoEParallelConfig.make`); experts % EP
+- block-FP8 MoE: (I / moe_tp) % 128 (`fp8.py:Fp8MoEMethod.create_weights`); INT4 group g: (I / tp) % g;
+  NVFP4: (K / tp) % 16 (`modelopt.py`)
+- GPUs used <= GPUs in the node; PP stages <= layers
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.arch.model import ModelArch, WeightGroup
+
+
+class Plan(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tp: int = Field(1, ge=1)
+    pp: int = Field(1, ge=1)
+    dp: int = Field(1, ge=1)
+    ep: int = Field(1, ge=1)
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    @property
+    def moe_tp(self) -> int:
+        """How many ways each expert's intermediate dim is split: TP x DP ranks share the MoE, EP of
+        them hold whole experts (formulas.md §2.1)."""
+        return self.tp * self.dp // self.ep
+
+    def label(self) -> str:
+        parts = [f"TP{self.tp}"]
+        if self.pp > 1:
+            parts.append(f"PP{self.pp}")
+        if self.dp > 1:
+            parts.append(f"DP{self.dp}")
+        if self.ep > 1:
+            parts.append(f"EP{self.ep}")
+        return "+".join(parts)
+
+
+def invalid_reason(arch: ModelArch, plan: Plan, num_gpus: int, weights: tuple[WeightGroup, ...]) -> str | None:
+    """Why the engine cannot run this plan, or None."""
+    if plan.gpus > num_gpus:
+        return f"needs {plan.gpus} GPUs (TP{plan.tp} x PP{plan.pp} x DP{plan.dp}), the node has {num_gpus}"
+    if plan.pp > arch.num_layers:
+        return f"PP{plan.pp} exceeds the {arch.num_layers} layers"
+    for g in arch.attn_groups:
+        if g.num_heads % plan.tp:
+            return f"{g.num_heads} attention heads are not divisible by TP{plan.tp}"
+        if g.kind in ("full", "sliding") and g.kv_heads % plan.tp and plan.tp % g.kv_heads:
+            return f"{g.kv_heads} KV heads neither divide nor are divisible by TP{plan.tp}"
+    moe = arch.moe
+    if plan.ep > 1:
+        if moe is None:
+            return "EP needs a mixture-of-experts model"
+        if (plan.tp * plan.dp) % plan.ep:
+            return f"EP{plan.ep} does not divide TP x DP = {plan.tp * plan.dp}"
+        if moe.num_experts % plan.ep:
+            return f"{moe.num_experts} experts are not divisible by EP{plan.ep}"
+    return _shape_reason(arch, plan, weights)
+
+
+def _shape_reason(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...]) -> str | None:
+    """Quantized shapes must split evenly into the format's blocks/groups on every rank."""
+    fmts = {w.name: w.fmt for w in weights}
+    moe = arch.moe
+    if moe is not None and "routed_experts" in fmts:
+        per_rank = moe.expert_intermediate / plan.moe_tp
+        need = _granule(fmts["routed_experts"], arch)
+        if per_rank != int(per_rank) or need and int(per_rank) % need:
+            split = f"TP{plan.tp}" + (f"xDP{plan.dp}" if plan.dp > 1 else "")
+            hint = " (use a smaller TP or EP)" if plan.ep == 1 else ""
+            return (f"{fmts['routed_experts']} experts: intermediate {moe.expert_intermediate}/{plan.moe_tp} "
+                    f"({split}) = {per_rank:g} is not a multiple of {need}{hint}")
+    dense_i = moe.dense_intermediate if moe is not None else None
+    if dense_i and "dense_mlp" in fmts:
+        need = _granule(fmts["dense_mlp"], arch)
+        if need and (dense_i % plan.tp or (dense_i // plan.tp) % need):
+            return f"{fmts['dense_mlp']} dense MLP: intermediate {dense_i}/TP{plan.tp} is not a multiple of {need}"
+    return None
+
+
+def _granule(fmt: str, arch: ModelArch) -> int:
+    if fmt == "fp8-block":
+        return arch.quant_block[0] if arch.quant_block else 128
+    if fmt.startswith("int4-g"):
+        return int(fmt.removeprefix("int4-g"))
+    if fmt == "nvfp4":
+        return 16
+    return 1
+
+
+def candidate_plans(arch: ModelArch, num_gpus: int) -> Iterator[Plan]:
+    """Every (tp, pp, dp, ep) on up to `num_gpus` GPUs, EP in {1, TP x DP} (vLLM's only EP sizes)."""
+    for tp in range(1, num_gpus + 1):
+        for pp in range(1, num_gpus // tp + 1):
+            for dp in range(1, num_gpus // (tp * pp) + 1):
+                yield Plan(tp=tp, pp=pp, dp=dp)
+                if arch.moe is not None and tp * dp > 1:
+                    yield Plan(tp=tp, pp=pp, dp=dp, ep=tp * dp)

@@ -1,0 +1,117 @@
+"""Step time, TTFT, TPOT and throughput: one numpy evaluation over plans x concurrency x lengths.
+
+Decode step (per DP rank, B running sequences, mean context c):
+    t = max(W / (bw*e_bw), F_gemm / e_flops) + max(KV / (bw*e_bw), F_attn / e_flops)
+        + comm + L * layer_overhead + step_overhead
+W counts only the experts the batch touches: E_local * (1 - (1 - k/E)^B) per MoE layer (formulas.md §7).
+Prefill is the same roofline over chunks of max_num_batched_tokens (vLLM chunked prefill), compute-bound
+for real prompts. Requests of one wave prefill together and then decode together (how `vllm bench serve`
+with fixed lengths behaves): mean TTFT is half the wave's prefill, tok/s = users * O / wave time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from advisor.cost.features import Features
+from advisor.cost.terms import Terms
+from advisor.hardware import HardwareProfile
+
+Comm = Callable[[str, np.ndarray, int], np.ndarray]  # (op, bytes, group size) -> seconds
+
+
+def comm_fn(hw: HardwareProfile, engine: str) -> Comm:
+    from advisor.hardware.comm import collective_time_us
+
+    def f(op: str, nbytes: np.ndarray, n: int) -> np.ndarray:
+        return collective_time_us(hw, op, nbytes, n, engine=engine) * 1e-6
+
+    return f
+
+
+def _by_group(comm: Comm, op: str, nbytes: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Collective time where group sizes differ per plan: one vectorised call per distinct size."""
+    out = np.zeros(np.broadcast_shapes(nbytes.shape, group.shape))
+    nbytes, group = np.broadcast_to(nbytes, out.shape), np.broadcast_to(group, out.shape)
+    for n in np.unique(group):
+        if n > 1:
+            mask = group == n
+            out[mask] = comm(op, nbytes[mask], int(n))
+    return out
+
+
+def pad_tokens(t: np.ndarray) -> np.ndarray:
+    """CUDA-graph padding: capture sizes [1, 2, 4] + range(8, 256, 8) + range(256, ..., 16)
+    (`vllm/config/vllm.py:_set_cudagraph_sizes`)."""
+    t = np.maximum(t, 1.0)
+    small = 2.0 ** np.ceil(np.log2(t))
+    return np.where(t <= 4, small, np.where(t < 256, np.ceil(t / 8) * 8, np.ceil(t / 16) * 16))
+
+
+def forward_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, tokens: np.ndarray,
+                 ctx: np.ndarray, decode: bool) -> dict[str, np.ndarray]:
+    """Seconds of one forward of `tokens` tokens per DP rank attending to `ctx` context each, split into
+    the breakdown terms. Arrays broadcast against the [P, 1, 1] features."""
+    bw = hw.gpu.mem_bw_bytes_per_s * terms.mem_bw_eff
+    peak_bf16 = hw.gpu.dense_flops_per_s("bf16") * terms.flops_eff
+    moe_tokens = tokens * F.dp  # the MoE of a DP group sees every rank's tokens
+    frac = np.where(F.experts > 0, 1 - (1 - F.topk / np.maximum(F.experts, 1)) ** moe_tokens, 0.0)
+    touched = F.experts / F.ep * frac
+    w_bytes = F.dense_w_bytes + F.moe_layers * touched * F.expert_bytes
+    gemm = (F.dense_gemm_s * tokens + F.expert_gemm_s * moe_tokens * F.topk * F.moe_layers / F.ep) / terms.flops_eff
+    t_w = w_bytes / bw
+    win_ctx = np.minimum(ctx, np.where(F.window > 0, F.window, ctx))
+    kv = tokens * (ctx * F.kv_full + win_ctx * F.kv_win + F.state_bytes) / (bw if decode else np.inf)
+    attn = tokens * (ctx * F.attn_full_flops + win_ctx * F.attn_win_flops) / peak_bf16
+    comm_t = collectives_time(F, comm, tokens) * terms.comm_latency_scale
+    overhead = F.layers * terms.layer_overhead_us * 1e-6 + terms.step_overhead_us * 1e-6
+    compute = np.maximum(gemm - t_w, 0) + np.maximum(attn - kv, 0)
+    parts = {"weights": t_w, "kv": kv, "compute": compute, "comm": comm_t, "overhead": overhead}
+    shape = np.broadcast_shapes(*(np.shape(v) for v in parts.values()))
+    out = {k: np.broadcast_to(v, shape) for k, v in parts.items()}
+    out["total"] = sum(out.values())  # type: ignore[assignment]
+    return out
+
+
+def collectives_time(F: Features, comm: Comm, tokens: np.ndarray) -> np.ndarray:
+    """TP allreduces of [T, H] BF16 (+ MiniMax's fp32 [T, 2]), the logits all-gather, MoE dispatch and
+    combine across DP ranks (all-gather + reduce-scatter, vLLM's default backend), PP sends and the DP
+    batch-size sync (formulas.md §1, §2.2-2.3)."""
+    t = np.broadcast_to(pad_tokens(tokens), np.broadcast_shapes(np.shape(tokens), F.tp.shape))
+    hb = t * F.hidden * 2
+    total = F.ar_calls * _by_group(comm, "allreduce", hb, F.tp)
+    total = total + F.tiny_ar_calls * _by_group(comm, "allreduce", t * 8, F.tp)
+    total = total + _by_group(comm, "allgather", t * F.vocab * 2, F.tp)
+    n = F.tp * F.dp
+    gathered = t * F.dp * F.hidden
+    total = total + F.a2a_layers * (_by_group(comm, "allgather", gathered * F.dispatch_bytes, n)
+                                    + _by_group(comm, "reducescatter", gathered * 2, n))
+    total = total + (F.pp - 1) * _by_group(comm, "p2p", hb, np.where(F.pp > 1, 2.0, 1.0))
+    return total + _by_group(comm, "allreduce", 16 * F.dp + 0 * t, F.dp)
+
+
+def serve(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, concurrency: np.ndarray,
+          input_len: np.ndarray, output_len: np.ndarray, batched_tokens: int) -> dict[str, np.ndarray]:
+    """TTFT, TPOT, tok/s for `concurrency` users with fixed lengths; shapes broadcast to [P, C, L]."""
+    users = np.ceil(concurrency / F.dp)
+    running = np.maximum(np.minimum(users, np.floor(F.max_running)), 1.0)
+    micro = running / F.pp  # PP keeps pp micro-batches in flight
+    ctx = input_len + output_len / 2
+    step = forward_time(F, hw, terms, comm, micro, ctx, decode=True)
+    tpot = step["total"]
+    wave_tokens = running * input_len
+    chunk = np.minimum(wave_tokens, batched_tokens)
+    n_chunks = np.maximum(wave_tokens / batched_tokens, 1.0)
+    pre = forward_time(F, hw, terms, comm, chunk, input_len / 2, decode=False)
+    prefill = n_chunks * pre["total"]
+    ttft_wave = prefill * (running + 1) / (2 * running) + step["total"]
+    wave = prefill + np.maximum(output_len - 1, 0) * tpot
+    queued = np.maximum(users / running - 1, 0)
+    ttft = ttft_wave + queued * wave
+    active = np.minimum(concurrency, F.dp * running)  # idle DP ranks run dummy forwards, serve no one
+    out_tok_s = active * output_len / wave
+    return {"ttft_s": ttft, "tpot_s": tpot, "output_tok_s": out_tok_s, "per_user_tok_s": 1 / tpot,
+            "running": np.broadcast_to(active, tpot.shape), **{f"step_{k}": v for k, v in step.items()},
+            "prefill_s": prefill}

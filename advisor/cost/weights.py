@@ -1,0 +1,64 @@
+"""Weight formats under `--weight-dtype` and weight bytes per GPU under a plan (formulas.md §6)."""
+
+from __future__ import annotations
+
+from advisor.arch.model import ModelArch, WeightGroup
+from advisor.cost.plan import Plan
+
+LINEAR = {"attn", "attn_replicated", "indexer", "linear_attn", "mamba", "dense_mlp", "routed_experts",
+          "shared_experts"}
+LAYER_GROUPS_EXCL_VOCAB = {"embed", "lm_head"}
+
+
+def requantize(arch: ModelArch, weight_dtype: str | None) -> tuple[WeightGroup, ...]:
+    """Groups stored as common checkpoints of that format store them (formulas.md §6 'What stays BF16'):
+    bf16 all; fp8 every linear layer block-FP8 (DeepSeek/Qwen/MiniMax FP8); int4 routed experts INT4 g32
+    (Kimi compressed-tensors) or, for dense models, every linear layer g128 (GPTQ/AWQ); nvfp4 MLPs and
+    experts NVFP4 with attention BF16 (NVIDIA ModelOpt excludes self_attn); mxfp4 experts only (gpt-oss)."""
+    if weight_dtype is None:
+        return arch.weights
+    out: dict[tuple[str, str, str], tuple[int, int]] = {}
+    for w in arch.weights:
+        fmt = _format(w.name, weight_dtype, arch.moe is not None) if w.name in LINEAR else w.fmt
+        key = (w.name, w.shard, fmt)
+        params, layers = out.get(key, (0, 0))
+        out[key] = (params + w.params, max(layers, w.layers))
+    return tuple(WeightGroup(name=n, shard=s, fmt=f, params=p, layers=lay)  # type: ignore[arg-type]
+                 for (n, s, f), (p, lay) in out.items())
+
+
+def _format(group: str, dtype: str, is_moe: bool) -> str:
+    if dtype == "bf16":
+        return "bf16"
+    if dtype == "fp8":
+        return "fp8-block"
+    if dtype == "int4":
+        if is_moe:
+            return "int4-g32" if group == "routed_experts" else "bf16"
+        return "int4-g128"
+    if dtype == "nvfp4":
+        return "nvfp4" if group in ("routed_experts", "shared_experts", "dense_mlp") else "bf16"
+    if dtype == "mxfp4":
+        target = ("routed_experts",) if is_moe else ("dense_mlp",)
+        return "mxfp4" if group in target else "bf16"
+    raise ValueError(dtype)
+
+
+def per_gpu_bytes(w: WeightGroup, plan: Plan) -> float:
+    """Bytes of one group held by the most loaded GPU: TP-split, replicated, expert-placed (EP) or split
+    (TP x DP without EP), vocab-parallel on the first/last PP stage."""
+    if w.shard == "vocab":
+        return w.bytes / plan.tp
+    stage = w.bytes / plan.pp
+    if w.shard == "tp":
+        return stage / plan.tp
+    if w.shard == "expert":
+        return stage / (plan.tp * plan.dp)
+    return stage
+
+
+def weights_per_gpu(weights: tuple[WeightGroup, ...], plan: Plan) -> float:
+    """Sum over groups; with PP the heavier end stage holds the larger of embed / lm_head."""
+    layer = sum(per_gpu_bytes(w, plan) for w in weights if w.shard != "vocab")
+    vocab = [per_gpu_bytes(w, plan) for w in weights if w.shard == "vocab"]
+    return layer + (sum(vocab) if plan.pp == 1 else max(vocab, default=0.0))

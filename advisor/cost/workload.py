@@ -1,0 +1,47 @@
+"""Engine settings and workload that a prediction depends on, with vLLM's defaults and sources."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.arch.formats import WEIGHT_DTYPES
+
+# vLLM `engine/arg_utils.py:_get_default_max_num_seqs_and_batched_tokens` (formulas.md §4): the OpenAI
+# server on GPUs with >= 70 GiB uses max_num_batched_tokens 8192 and max_num_seqs 1024 (256 / 2048 below).
+BIG_GPU_BYTES = 70 * 2**30
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # vllm/config/cache.py at the formulas.md snapshot (was 0.9)
+# A serving context a user typically asks for; the model's own maximum is often 128k-1M tokens, more KV
+# than a box holds at any useful concurrency. The printed command passes it explicitly.
+DEFAULT_MAX_MODEL_LEN = 32768
+
+
+class Settings(BaseModel):
+    """Engine flags (`vllm serve ...`). None = the engine's default for this model/GPU."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_model_len: int | None = Field(None, ge=1)
+    gpu_memory_utilization: float = Field(DEFAULT_GPU_MEMORY_UTILIZATION, gt=0, le=1)
+    kv_cache_dtype: Literal["auto", "bf16", "fp8"] = "auto"
+    weight_dtype: str | None = None
+    max_num_batched_tokens: int | None = Field(None, ge=1)
+    max_num_seqs: int | None = Field(None, ge=1)
+    engine: Literal["vllm", "sglang"] = "vllm"
+
+    def batched_tokens(self, gpu_bytes: int) -> int:
+        return self.max_num_batched_tokens or (8192 if gpu_bytes >= BIG_GPU_BYTES else 2048)
+
+    def num_seqs(self, gpu_bytes: int) -> int:
+        return self.max_num_seqs or (1024 if gpu_bytes >= BIG_GPU_BYTES else 256)
+
+    def model_len(self, max_context: int) -> int:
+        return self.max_model_len or min(max_context, DEFAULT_MAX_MODEL_LEN)
+
+
+def check_weight_dtype(value: str | None) -> None:
+    from advisor.errors import AdvisorError
+
+    if value is not None and value not in WEIGHT_DTYPES:
+        raise AdvisorError(f"--weight-dtype: {value!r} is not one of {', '.join(WEIGHT_DTYPES)}")

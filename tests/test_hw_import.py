@@ -1,0 +1,114 @@
+"""`nvidia-smi topo -m` and nccl-tests importers: hand-written fixtures, partial and garbage inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from advisor.errors import AdvisorError
+from advisor.hardware.aic_data import nccl_series, read_aic_csv
+from advisor.hardware.nccl_import import fit_nccl_file, parse_nccl_tests
+from advisor.hardware.topo_import import parse_topo, topology_summary
+
+FIX = Path(__file__).resolve().parent / "fixtures"
+TOPO, NCCL = FIX / "topo", FIX / "nccl"
+AR8 = NCCL / "all_reduce_perf_rtxpro6000_8gpu.txt"
+
+
+@pytest.mark.parametrize("name, sockets, switches, nvlink", [
+    ("dual_socket_direct", [[0, 1, 2, 3], [4, 5, 6, 7]], [], []),
+    ("single_socket_two_switches", [list(range(8))], [[0, 1, 2, 3], [4, 5, 6, 7]], []),
+    ("hgx_nvswitch", [[0, 1, 2, 3], [4, 5, 6, 7]], [[0, 1], [2, 3], [4, 5], [6, 7]], [list(range(8))]),
+])
+def test_topo_fixtures(name: str, sockets, switches, nvlink):
+    doc = topology_summary(parse_topo(TOPO / f"{name}.txt"))
+    assert doc["gpus"] == list(range(8))
+    assert (doc["sockets"], doc["pcie_switches"], doc["nvlink_domains"]) == (sockets, switches, nvlink)
+    assert doc["skipped_rows"] == 0
+
+
+def test_topo_partial_rows_are_read_and_counted(tmp_path: Path):
+    lines = (TOPO / "dual_socket_direct.txt").read_text().splitlines()
+    lines[3] = "GPU2\t NODE\tNODE\tX\tNODE\tSY"  # cut mid-row
+    (tmp_path / "t.txt").write_text("\n".join(lines[:7]) + "\n")  # GPU5.. missing (truncated)
+    doc = topology_summary(parse_topo(tmp_path / "t.txt"))
+    assert doc["gpus"] == [0, 1, 3, 4, 5] and doc["skipped_rows"] == 1
+    assert doc["sockets"] == [[0, 1, 3], [4, 5]]
+
+
+def test_topo_numa_fallback_to_sys_components(tmp_path: Path):
+    text = (TOPO / "dual_socket_direct.txt").read_text()
+    text = "\n".join(ln.replace("\t0\t\tN/A", "\tN/A\t\tN/A").replace("\t1\t\tN/A", "\tN/A\t\tN/A")
+                     .replace("0-31,64-95", "N/A").replace("32-63,96-127", "N/A") for ln in text.splitlines())
+    (tmp_path / "t.txt").write_text(text)
+    assert topology_summary(parse_topo(tmp_path / "t.txt"))["sockets"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+
+
+def test_nccl_fixture_fit_matches_aic_numbers(shared_dir: Path):
+    table, fit = fit_nccl_file(AR8)
+    assert (fit.op, fit.gpus, fit.points, table.skipped_rows) == ("allreduce", 8, 21, 0)
+    assert table.device == "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+    rows = read_aic_csv(shared_dir / "data" / "collectives" / "aiconfigurator_comm.csv")
+    S, t = nccl_series(rows, "rtx_pro_6000_server", "allreduce", 8)
+    floor = float(np.median(t[S <= 8192]))  # AIC small-message times: 24.2-26.7 us
+    plateau = float(np.median((S / t / 1e3 * 2 * 7 / 8)[S >= 16 * 2**20]))  # AIC busbw at >= 16 MiB
+    assert fit.small_latency_us == pytest.approx(floor, rel=0.10)
+    assert fit.large_busbw_gbps == pytest.approx(plateau, rel=0.10)
+    assert fit.median_abs_err_pct < 15 and fit.p90_abs_err_pct < 35
+
+
+def test_nccl_old_format_alltoall():
+    table, fit = fit_nccl_file(NCCL / "alltoall_perf_2gpu_oldformat.txt")
+    assert (fit.op, fit.gpus, fit.points) == ("alltoall", 2, 11)
+    assert 20 < fit.large_busbw_gbps < 30 and 5 < fit.small_latency_us < 8
+
+
+def test_nccl_truncated_table_keeps_valid_rows(tmp_path: Path):
+    text = AR8.read_text()
+    cut = text.index("     4194304")
+    (tmp_path / "all_reduce_perf.txt").write_text(text[: cut + 30])  # last row cut in the middle
+    table = parse_nccl_tests(tmp_path / "all_reduce_perf.txt")
+    assert len(table.sizes) == 13 and table.skipped_rows == 1
+    assert table.sizes[-1] == 2097152
+
+
+@pytest.mark.parametrize("content, needle", [
+    (b"", "empty file"),
+    (b"   \n\n", "empty file"),
+    (b"\x7fELF\x02\x01\x01\x00\x00\x00binary", "binary"),
+    (b"\xff\xfe\xfa garbage", "binary"),
+    (b"+-----+\n| NVIDIA-SMI 580.95.05  Driver Version: 580.95.05 |\n| GPU  Name |\n", "not nccl-tests output"),
+    (b"# nThread 1 nGpus 8 minBytes 8\n#       size         count      type   redop    root     time   algbw"
+     b"   busbw #wrong     time   algbw   busbw #wrong\n       8   2   float\n", "no complete rows"),
+])
+def test_nccl_garbage_is_one_line_error(tmp_path: Path, content: bytes, needle: str):
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_bytes(content)
+    with pytest.raises(AdvisorError) as err:
+        fit_nccl_file(path)
+    assert needle in str(err.value) and str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("content, needle", [
+    (b"", "empty file"),
+    (b"\x00\x01\x02", "binary"),
+    (b"# nThread 1 nGpus 8\n#  size count type redop root time algbw busbw\n", "no header row"),
+    (b"\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X\tN", "no readable GPU rows"),
+])
+def test_topo_garbage_is_one_line_error(tmp_path: Path, content: bytes, needle: str):
+    path = tmp_path / "topo.txt"
+    path.write_bytes(content)
+    with pytest.raises(AdvisorError) as err:
+        parse_topo(path)
+    assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+def test_nccl_op_unknown_needs_flag(tmp_path: Path):
+    text = AR8.read_text()
+    path = tmp_path / "run1.log"
+    path.write_text(text)
+    with pytest.raises(AdvisorError, match="--op"):
+        fit_nccl_file(path)
+    assert fit_nccl_file(path, op="allreduce")[1].op == "allreduce"
