@@ -12,8 +12,15 @@ from advisor.hardware.aic_data import custom_series, read_aic_csv, score, system
 from advisor.hardware.comm import allreduce_backend, allreduce_backend_reason, collective_time_us
 from advisor.hardware.placement import group_path, pick_gpus
 
-AIC_TO_ID = {"rtx_pro_6000_server": "rtx-pro-6000-server", "h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm",
-             "b200_sxm": "b200-sxm", "gb200": "gb200", "a100_sxm": "a100-sxm", "l40s": "l40s"}
+AIC_TO_ID = {
+    "rtx_pro_6000_server": "rtx-pro-6000-server",
+    "h100_sxm": "h100-sxm",
+    "h200_sxm": "h200-sxm",
+    "b200_sxm": "b200-sxm",
+    "gb200": "gb200",
+    "a100_sxm": "a100-sxm",
+    "l40s": "l40s",
+}
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +65,9 @@ def test_vllm_custom_allreduce_matches_measured_below_limit(aic_rows):
     assert np.median(np.abs(pred / t - 1)) < 0.10
     # custom AR beats NCCL for decode-size messages on 2 P2P GPUs (AIC: 4.1-5.1 us vs 6.2-7.4 us)
     small = 7168 * 2.0
-    assert collective_time_us(hw, "allreduce", small, 2) < collective_time_us(hw, "allreduce", small, 2,
-                                                                               engine="nccl")
+    assert collective_time_us(hw, "allreduce", small, 2) < collective_time_us(
+        hw, "allreduce", small, 2, engine="nccl"
+    )
 
 
 def test_backend_choice_follows_vllm_rules():

@@ -17,11 +17,14 @@ TOPO, NCCL = FIX / "topo", FIX / "nccl"
 AR8 = NCCL / "all_reduce_perf_rtxpro6000_8gpu.txt"
 
 
-@pytest.mark.parametrize("name, sockets, switches, nvlink", [
-    ("dual_socket_direct", [[0, 1, 2, 3], [4, 5, 6, 7]], [], []),
-    ("single_socket_two_switches", [list(range(8))], [[0, 1, 2, 3], [4, 5, 6, 7]], []),
-    ("hgx_nvswitch", [[0, 1, 2, 3], [4, 5, 6, 7]], [[0, 1], [2, 3], [4, 5], [6, 7]], [list(range(8))]),
-])
+@pytest.mark.parametrize(
+    "name, sockets, switches, nvlink",
+    [
+        ("dual_socket_direct", [[0, 1, 2, 3], [4, 5, 6, 7]], [], []),
+        ("single_socket_two_switches", [list(range(8))], [[0, 1, 2, 3], [4, 5, 6, 7]], []),
+        ("hgx_nvswitch", [[0, 1, 2, 3], [4, 5, 6, 7]], [[0, 1], [2, 3], [4, 5], [6, 7]], [list(range(8))]),
+    ],
+)
 def test_topo_fixtures(name: str, sockets, switches, nvlink):
     doc = topology_summary(parse_topo(TOPO / f"{name}.txt"))
     assert doc["gpus"] == list(range(8))
@@ -40,8 +43,13 @@ def test_topo_partial_rows_are_read_and_counted(tmp_path: Path):
 
 def test_topo_numa_fallback_to_sys_components(tmp_path: Path):
     text = (TOPO / "dual_socket_direct.txt").read_text()
-    text = "\n".join(ln.replace("\t0\t\tN/A", "\tN/A\t\tN/A").replace("\t1\t\tN/A", "\tN/A\t\tN/A")
-                     .replace("0-31,64-95", "N/A").replace("32-63,96-127", "N/A") for ln in text.splitlines())
+    text = "\n".join(
+        ln.replace("\t0\t\tN/A", "\tN/A\t\tN/A")
+        .replace("\t1\t\tN/A", "\tN/A\t\tN/A")
+        .replace("0-31,64-95", "N/A")
+        .replace("32-63,96-127", "N/A")
+        for ln in text.splitlines()
+    )
     (tmp_path / "t.txt").write_text(text)
     assert topology_summary(parse_topo(tmp_path / "t.txt"))["sockets"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
 
@@ -74,15 +82,24 @@ def test_nccl_truncated_table_keeps_valid_rows(tmp_path: Path):
     assert table.sizes[-1] == 2097152
 
 
-@pytest.mark.parametrize("content, needle", [
-    (b"", "empty file"),
-    (b"   \n\n", "empty file"),
-    (b"\x7fELF\x02\x01\x01\x00\x00\x00binary", "binary"),
-    (b"\xff\xfe\xfa garbage", "binary"),
-    (b"+-----+\n| NVIDIA-SMI 580.95.05  Driver Version: 580.95.05 |\n| GPU  Name |\n", "not nccl-tests output"),
-    (b"# nThread 1 nGpus 8 minBytes 8\n#       size         count      type   redop    root     time   algbw"
-     b"   busbw #wrong     time   algbw   busbw #wrong\n       8   2   float\n", "no complete rows"),
-])
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        (b"", "empty file"),
+        (b"   \n\n", "empty file"),
+        (b"\x7fELF\x02\x01\x01\x00\x00\x00binary", "binary"),
+        (b"\xff\xfe\xfa garbage", "binary"),
+        (
+            b"+-----+\n| NVIDIA-SMI 580.95.05  Driver Version: 580.95.05 |\n| GPU  Name |\n",
+            "not nccl-tests output",
+        ),
+        (
+            b"# nThread 1 nGpus 8 minBytes 8\n#   size   count   type   redop    root     time   algbw"
+            b"   busbw #wrong     time   algbw   busbw #wrong\n       8   2   float\n",
+            "no complete rows",
+        ),
+    ],
+)
 def test_nccl_garbage_is_one_line_error(tmp_path: Path, content: bytes, needle: str):
     path = tmp_path / "all_reduce_perf.txt"
     path.write_bytes(content)
@@ -91,12 +108,15 @@ def test_nccl_garbage_is_one_line_error(tmp_path: Path, content: bytes, needle: 
     assert needle in str(err.value) and str(path) in str(err.value) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("content, needle", [
-    (b"", "empty file"),
-    (b"\x00\x01\x02", "binary"),
-    (b"# nThread 1 nGpus 8\n#  size count type redop root time algbw busbw\n", "no header row"),
-    (b"\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X\tN", "no readable GPU rows"),
-])
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        (b"", "empty file"),
+        (b"\x00\x01\x02", "binary"),
+        (b"# nThread 1 nGpus 8\n#  size count type redop root time algbw busbw\n", "no header row"),
+        (b"\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X\tN", "no readable GPU rows"),
+    ],
+)
 def test_topo_garbage_is_one_line_error(tmp_path: Path, content: bytes, needle: str):
     path = tmp_path / "topo.txt"
     path.write_bytes(content)
@@ -112,3 +132,23 @@ def test_nccl_op_unknown_needs_flag(tmp_path: Path):
     with pytest.raises(AdvisorError, match="--op"):
         fit_nccl_file(path)
     assert fit_nccl_file(path, op="allreduce")[1].op == "allreduce"
+
+
+def test_nccl_two_row_table_fits_one_regime(tmp_path: Path):
+    lines = AR8.read_text().splitlines()
+    head = [ln for ln in lines if ln.startswith("#")][:15]
+    rows = [ln for ln in lines if ln.strip().startswith(("1048576 ", "16777216 "))]
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text("\n".join(head + rows) + "\n")
+    _, fit = fit_nccl_file(path)
+    assert fit.points == 2 and fit.switch_bytes == 0.0
+    assert fit.large_busbw_gbps == pytest.approx(
+        (16777216 - 1048576) * 2 * 7 / 8 / ((1247.96 - 131.52) * 1e3), rel=0.02
+    )
+
+
+def test_nccl_other_collective_is_rejected(tmp_path: Path):
+    path = tmp_path / "out.txt"
+    path.write_text("# Collective test starting: broadcast_perf\n" + AR8.read_text())
+    with pytest.raises(AdvisorError, match="broadcast_perf is not a collective"):
+        fit_nccl_file(path)

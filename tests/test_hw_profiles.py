@@ -13,8 +13,20 @@ from advisor.hardware import DEFAULT_HW, HardwareProfile, known_ids, load_profil
 from advisor.hardware.dump import profile_to_toml
 from advisor.hardware.load import profiles_dir
 
-REQUIRED = {"rtx-pro-6000-server", "rtx-pro-6000-ws", "h100-sxm", "h200-sxm", "b200-sxm", "b300-sxm", "gb200",
-            "gb300", "a100-sxm", "l40s", "rtx-4090", "mi300x"}
+REQUIRED = {
+    "rtx-pro-6000-server",
+    "rtx-pro-6000-ws",
+    "h100-sxm",
+    "h200-sxm",
+    "b200-sxm",
+    "b300-sxm",
+    "gb200",
+    "gb300",
+    "a100-sxm",
+    "l40s",
+    "rtx-4090",
+    "mi300x",
+}
 
 
 def test_required_ids_shipped_and_default():
@@ -84,15 +96,18 @@ def _write(tmp_path: Path, data: dict) -> Path:
     return p
 
 
-@pytest.mark.parametrize("mutate, field", [
-    (lambda d: d["gpu"].pop("memory_bytes"), "gpu.memory_bytes"),
-    (lambda d: d["gpu"].update(mem_bw_bytes_per_s=-1.0), "gpu.mem_bw_bytes_per_s"),
-    (lambda d: d["gpu"].update(memory_bytes="96 GB"), "gpu.memory_bytes"),
-    (lambda d: d["topology"].update(num_gpus="eight"), "topology.num_gpus"),
-    (lambda d: d["collectives"][0].update(small_busbw_gbps=0), "collectives.0.small_busbw_gbps"),
-    (lambda d: d["gpu"].update(hbm_stacks=8), "gpu.hbm_stacks"),
-    (lambda d: d["gpu"].pop("bf16_dense_flops_per_s_source"), "gpu.bf16_dense_flops_per_s_source"),
-])
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda d: d["gpu"].pop("memory_bytes"), "gpu.memory_bytes"),
+        (lambda d: d["gpu"].update(mem_bw_bytes_per_s=-1.0), "gpu.mem_bw_bytes_per_s"),
+        (lambda d: d["gpu"].update(memory_bytes="96 GB"), "gpu.memory_bytes"),
+        (lambda d: d["topology"].update(num_gpus="eight"), "topology.num_gpus"),
+        (lambda d: d["collectives"][0].update(small_busbw_gbps=0), "collectives.0.small_busbw_gbps"),
+        (lambda d: d["gpu"].update(hbm_stacks=8), "gpu.hbm_stacks"),
+        (lambda d: d["gpu"].pop("bf16_dense_flops_per_s_source"), "gpu.bf16_dense_flops_per_s_source"),
+    ],
+)
 def test_bad_profile_names_file_and_field(tmp_path: Path, mutate, field: str):
     data = _base()
     mutate(data)

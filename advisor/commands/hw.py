@@ -10,8 +10,9 @@ import typer
 from advisor.commands._common import print_json
 from advisor.errors import AdvisorError
 
-hw_app = typer.Typer(help="Hardware profiles: list, show, import nvidia-smi topo / nccl-tests output.",
-                     no_args_is_help=True)
+hw_app = typer.Typer(
+    help="Hardware profiles: list, show, import nvidia-smi topo / nccl-tests output.", no_args_is_help=True
+)
 
 JSON_OPT = typer.Option(False, "--json", help="Print one JSON document instead of tables.")
 
@@ -31,31 +32,43 @@ def _table(title: str, columns: list[str]) -> Any:
     return table
 
 
-def _short(text: str, width: int = 170) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 @hw_app.command("list")
 def list_cmd(json_out: bool = JSON_OPT) -> None:
     """List the shipped hardware profiles."""
     from advisor.hardware import known_ids, load_profile
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for hid in known_ids():
         hw = load_profile(hid)
-        rows.append({"id": hw.id, "name": hw.name, "gpus": hw.topology.num_gpus,
-                     "memory_bytes": hw.gpu.memory_bytes, "mem_bw_bytes_per_s": hw.gpu.mem_bw_bytes_per_s,
-                     "bf16_dense_flops_per_s": hw.gpu.bf16_dense_flops_per_s,
-                     "native_formats": hw.gpu.native_formats, "interconnect_class": hw.interconnect_class})
+        rows.append(
+            {
+                "id": hw.id,
+                "name": hw.name,
+                "gpus": hw.topology.num_gpus,
+                "memory_bytes": hw.gpu.memory_bytes,
+                "mem_bw_bytes_per_s": hw.gpu.mem_bw_bytes_per_s,
+                "bf16_dense_flops_per_s": hw.gpu.bf16_dense_flops_per_s,
+                "native_formats": hw.gpu.native_formats,
+                "interconnect_class": hw.interconnect_class,
+            }
+        )
     if json_out:
         print_json(rows)
         return
-    table = _table("Hardware profiles (hwprofiles/)", ["id", "GPUs", "memory GiB", "mem BW TB/s",
-                                                        "BF16 TFLOP/s", "formats", "link"])
+    table = _table(
+        "Hardware profiles (hwprofiles/)",
+        ["id", "GPUs", "memory GiB", "mem BW TB/s", "BF16 TFLOP/s", "formats", "link"],
+    )
     for r in rows:
-        table.add_row(r["id"], str(r["gpus"]), f"{r['memory_bytes'] / 2**30:.1f}",
-                      f"{r['mem_bw_bytes_per_s'] / 1e12:.3f}", f"{r['bf16_dense_flops_per_s'] / 1e12:.0f}",
-                      ",".join(r["native_formats"]), r["interconnect_class"])
+        table.add_row(
+            r["id"],
+            str(r["gpus"]),
+            f"{r['memory_bytes'] / 2**30:.1f}",
+            f"{r['mem_bw_bytes_per_s'] / 1e12:.3f}",
+            f"{r['bf16_dense_flops_per_s'] / 1e12:.0f}",
+            ",".join(r["native_formats"]),
+            r["interconnect_class"],
+        )
     _console().print(table)
 
 
@@ -65,8 +78,13 @@ def _placement(hw: Any, n: int) -> dict[str, Any]:
 
     gpus = pick_gpus(hw, n)
     backend, why = allreduce_backend_reason(hw, n, 2 * 7168, "vllm")
-    return {"n": n, "gpus": gpus, "slowest_hop": group_path(hw.topology, gpus),
-            "vllm_allreduce_backend_decode": backend, "vllm_allreduce_reason": why}
+    return {
+        "n": n,
+        "gpus": gpus,
+        "slowest_hop": group_path(hw.topology, gpus),
+        "vllm_allreduce_backend_decode": backend,
+        "vllm_allreduce_reason": why,
+    }
 
 
 def _show_tables(hw: Any, doc: dict[str, Any]) -> None:
@@ -75,45 +93,81 @@ def _show_tables(hw: Any, doc: dict[str, Any]) -> None:
     con.print(f"[bold]{hw.id}[/bold]: {hw.name} (interconnect: {hw.interconnect_class})")
     t = _table("GPU", ["field", "value", "source"])
     t.add_row("name / generation / sm", f"{g.name} / {g.generation} / {g.sm or '-'}", "")
-    t.add_row("memory_bytes", f"{g.memory_bytes:,} ({g.memory_bytes / 2**20:,.0f} MiB)", g.memory_bytes_source)
-    t.add_row("mem_bw_bytes_per_s", f"{g.mem_bw_bytes_per_s / 1e12:.3f} TB/s (chosen)", g.mem_bw_bytes_per_s_source)
+    t.add_row(
+        "memory_bytes", f"{g.memory_bytes:,} ({g.memory_bytes / 2**20:,.0f} MiB)", g.memory_bytes_source
+    )
+    t.add_row(
+        "mem_bw_bytes_per_s", f"{g.mem_bw_bytes_per_s / 1e12:.3f} TB/s (chosen)", g.mem_bw_bytes_per_s_source
+    )
     for alt in g.mem_bw_alternatives:
-        t.add_row("  alternative", f"{alt.bytes_per_s / 1e12:.3f} TB/s", f"{alt.source}; not chosen: {alt.why_not_chosen}")
+        t.add_row(
+            "  alternative",
+            f"{alt.bytes_per_s / 1e12:.3f} TB/s",
+            f"{alt.source}; not chosen: {alt.why_not_chosen}",
+        )
     if g.mem_bw_choice:
         t.add_row("  why chosen", "", g.mem_bw_choice)
     for fmt in ("bf16", "fp8", "fp4"):
         rate = getattr(g, f"{fmt}_dense_flops_per_s")
-        t.add_row(f"{fmt}_dense_flops_per_s", f"{rate / 1e12:,.1f} TFLOP/s" if rate else "not native (runs at bf16)",
-                  getattr(g, f"{fmt}_dense_flops_per_s_source") or "")
+        t.add_row(
+            f"{fmt}_dense_flops_per_s",
+            f"{rate / 1e12:,.1f} TFLOP/s" if rate else "not native (runs at bf16)",
+            getattr(g, f"{fmt}_dense_flops_per_s_source") or "",
+        )
     t.add_row("power_w", f"{g.power_w:.0f} W", g.power_w_source)
     con.print(t)
     topo = hw.topology
     t = _table("Topology", ["field", "value"])
-    for k in ("num_gpus", "sockets", "pcie_switches", "nvlink_domains", "nvlink_domain_size", "nvswitch", "p2p",
-              "pcie_gen", "pcie_lanes"):
+    for k in (
+        "num_gpus",
+        "sockets",
+        "pcie_switches",
+        "nvlink_domains",
+        "nvlink_domain_size",
+        "nvswitch",
+        "p2p",
+        "pcie_gen",
+        "pcie_lanes",
+    ):
         t.add_row(k, str(getattr(topo, k)))
     t.add_row("source", topo.source)
     for lk in topo.links:
         t.add_row(f"link {lk.path}", f"{lk.p2p_bw_gbps} GB/s, {lk.latency_us} us ({lk.source})")
     con.print(t)
-    t = _table("Collectives: t = latency + bytes*factor/busbw, small regime below switch bytes, large above "
-               "(full sources: --json)",
-               ["op", "backend", "GPUs", "path", "small: us, GB/s", "switch B", "large: us, GB/s", "fit err", "source"])
+    t = _table(
+        "Collectives: t = latency + bytes*factor/busbw, small regime below switch bytes, large above",
+        ["op", "backend", "GPUs", "path", "small: us, GB/s", "switch B", "large: us, GB/s", "fit err"],
+    )
     for c in hw.collectives:
         err = f"{c.median_abs_err_pct}%/{c.p90_abs_err_pct}%" if c.median_abs_err_pct is not None else "-"
-        t.add_row(c.op, c.backend, str(c.gpus), c.path, f"{c.small_latency_us:.1f}, {c.small_busbw_gbps:.1f}",
-                  f"{c.switch_bytes:,.0f}", f"{c.large_latency_us:.1f}, {c.large_busbw_gbps:.1f}", err, _short(c.source))
+        t.add_row(
+            c.op,
+            c.backend,
+            str(c.gpus),
+            c.path,
+            f"{c.small_latency_us:.1f}, {c.small_busbw_gbps:.1f}",
+            f"{c.switch_bytes:,.0f}",
+            f"{c.large_latency_us:.1f}, {c.large_busbw_gbps:.1f}",
+            err,
+        )
     con.print(t)
+    con.print("Collective sources:")
+    for c in hw.collectives:
+        con.print(f"  {c.op} {c.backend} x{c.gpus}: {c.source}", highlight=False)
     if "placement" in doc:
         p = doc["placement"]
-        con.print(f"--gpus {p['n']}: GPUs {p['gpus']} (slowest hop: {p['slowest_hop']}); decode allreduce in "
-                  f"vLLM -> {p['vllm_allreduce_backend_decode']}: {p['vllm_allreduce_reason']}")
+        con.print(
+            f"--gpus {p['n']}: GPUs {p['gpus']} (slowest hop: {p['slowest_hop']}); decode allreduce in "
+            f"vLLM -> {p['vllm_allreduce_backend_decode']}: {p['vllm_allreduce_reason']}"
+        )
 
 
 @hw_app.command("show")
-def show_cmd(hw_ref: str = typer.Argument(..., metavar="ID|PATH", help="Profile id or path to a .toml"),
-             gpus: int = typer.Option(None, "--gpus", help="Pick N GPUs of the node and say which."),
-             json_out: bool = JSON_OPT) -> None:
+def show_cmd(
+    hw_ref: str = typer.Argument(..., metavar="ID|PATH", help="Profile id or path to a .toml"),
+    gpus: int = typer.Option(None, "--gpus", help="Pick N GPUs of the node and say which."),
+    json_out: bool = JSON_OPT,
+) -> None:
     """Show one profile with the source of every number."""
     from advisor.hardware import load_profile
 
@@ -129,8 +183,9 @@ def show_cmd(hw_ref: str = typer.Argument(..., metavar="ID|PATH", help="Profile 
 
 
 @hw_app.command("import-topo")
-def import_topo_cmd(file: Path = typer.Argument(..., help="Text of `nvidia-smi topo -m`"),
-                    json_out: bool = JSON_OPT) -> None:
+def import_topo_cmd(
+    file: Path = typer.Argument(..., help="Text of `nvidia-smi topo -m`"), json_out: bool = JSON_OPT
+) -> None:
     """Read `nvidia-smi topo -m` output into sockets, PCIe switches and NVLink domains."""
     from advisor.hardware.topo_import import parse_topo, topology_summary
 
@@ -156,26 +211,42 @@ def _write_profile_copy(base_ref: str, out: Path, fit: Any, src_file: Path, rows
     if fit.gpus > base.topology.num_gpus:
         raise AdvisorError(f"{src_file}: {fit.gpus} GPUs but profile {base.id} has {base.topology.num_gpus}")
     term = {k: v for k, v in fit.as_dict().items()}
-    term.update(backend="nccl", path=group_path(base.topology, list(range(fit.gpus))) or "same_socket",
-                source=f"fitted from nccl-tests output {src_file.name} ({rows} sizes, out-of-place time) by "
-                       "advisor hw import-nccl")
-    keep = [c.model_dump() for c in base.collectives
-            if not (c.op == fit.op and c.backend == "nccl" and c.gpus == fit.gpus)]
+    term.update(
+        backend="nccl",
+        path=group_path(base.topology, list(range(fit.gpus))) or "same_socket",
+        source=f"fitted from nccl-tests output {src_file.name} ({rows} sizes, out-of-place time) by "
+        "advisor hw import-nccl",
+    )
+    keep = [
+        c.model_dump()
+        for c in base.collectives
+        if not (c.op == fit.op and c.backend == "nccl" and c.gpus == fit.gpus)
+    ]
     data = base.model_dump()
-    data.update(id=out.stem, name=f"{base.name} (collectives from {src_file.name})", collectives=keep + [term])
+    data.update(
+        id=out.stem, name=f"{base.name} (collectives from {src_file.name})", collectives=keep + [term]
+    )
     new = type(base).model_validate(data)
-    write_text_atomic(out, profile_to_toml(new, header=f"Copy of {base.id} with {fit.op} x{fit.gpus} terms "
-                                                      f"fitted from {src_file.name} (advisor hw import-nccl)."))
+    write_text_atomic(
+        out,
+        profile_to_toml(
+            new,
+            header=f"Copy of {base.id} with {fit.op} x{fit.gpus} terms "
+            f"fitted from {src_file.name} (advisor hw import-nccl).",
+        ),
+    )
     parse_profile(out)
 
 
 @hw_app.command("import-nccl")
-def import_nccl_cmd(file: Path = typer.Argument(..., help="nccl-tests output (all_reduce_perf, ...)"),
-                    op: str = typer.Option(None, "--op", help="Collective, when the file does not say."),
-                    gpus: int = typer.Option(None, "--gpus", help="Group size, when the file does not say."),
-                    hw_ref: str = typer.Option(None, "--hw", help="Base profile for -o (id or path)."),
-                    output: Path = typer.Option(None, "-o", "--output", help="Write a profile copy with the fit."),
-                    json_out: bool = JSON_OPT) -> None:
+def import_nccl_cmd(
+    file: Path = typer.Argument(..., help="nccl-tests output (all_reduce_perf, ...)"),
+    op: str = typer.Option(None, "--op", help="Collective, when the file does not say."),
+    gpus: int = typer.Option(None, "--gpus", help="Group size, when the file does not say."),
+    hw_ref: str = typer.Option(None, "--hw", help="Base profile for -o (id or path)."),
+    output: Path = typer.Option(None, "-o", "--output", help="Write a profile copy with the fit."),
+    json_out: bool = JSON_OPT,
+) -> None:
     """Fit latency floor and bus bandwidth to nccl-tests output."""
     from advisor.hardware.nccl_import import fit_nccl_file, summary
 
@@ -190,11 +261,16 @@ def import_nccl_cmd(file: Path = typer.Argument(..., help="nccl-tests output (al
         print_json(doc)
         return
     con = _console()
-    con.print(f"{file}: {fit.op} on {fit.gpus} GPUs ({table.device or 'device not stated'}), {fit.points} rows"
-              + (f", skipped {table.skipped_rows} unreadable row(s)" if table.skipped_rows else ""))
-    con.print(f"latency floor {fit.small_latency_us:.2f} us, bus bandwidth {fit.large_busbw_gbps:.2f} GB/s "
-              f"(small regime {fit.small_busbw_gbps:.2f} GB/s below {fit.switch_bytes:,.0f} B, large-regime floor "
-              f"{fit.large_latency_us:.2f} us); fit error median {fit.median_abs_err_pct}% p90 {fit.p90_abs_err_pct}%")
+    con.print(
+        f"{file}: {fit.op} on {fit.gpus} GPUs ({table.device or 'device not stated'}), {fit.points} rows"
+        + (f", skipped {table.skipped_rows} unreadable row(s)" if table.skipped_rows else "")
+    )
+    con.print(
+        f"latency floor {fit.small_latency_us:.2f} us, bus bandwidth {fit.large_busbw_gbps:.2f} GB/s "
+        f"(small regime {fit.small_busbw_gbps:.2f} GB/s below {fit.switch_bytes:,.0f} B, large-regime floor "
+        f"{fit.large_latency_us:.2f} us); fit error median {fit.median_abs_err_pct}% "
+        f"p90 {fit.p90_abs_err_pct}%"
+    )
     if output is not None:
         con.print(f"wrote {output}")
 

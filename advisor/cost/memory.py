@@ -85,9 +85,8 @@ def memory_fit(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Setti
     per_full_seq = model_len * per_token + per_seq
     if kv_room <= 0:
         return MemoryFit(fits=False, reason=(
-            f"weights {w / GiB:.1f} GiB + activations {act / GiB:.1f} GiB + reserve {overhead / GiB:.1f} GiB "
-            f"per GPU exceed the {budget / GiB:.1f} GiB budget ({capacity / GiB:.1f} GiB x "
-            f"{settings.gpu_memory_utilization})"), weights_bytes=w, kv_cache_bytes=0.0, activation_bytes=act,
+            f"needs {(w + act + overhead) / GiB:.1f} GiB per GPU (weights {w / GiB:.1f}), over the "
+            f"{budget / GiB:.1f} GiB budget ({settings.gpu_memory_utilization:g} of {capacity / GiB:.1f} GiB)"), weights_bytes=w, kv_cache_bytes=0.0, activation_bytes=act,
             overhead_bytes=overhead, capacity_bytes=capacity, budget_bytes=budget, kv_cache_tokens=0,
             max_concurrency=0, max_model_len=model_len, kv_dtype=dtype, kv_bytes_per_token=per_token)
     tokens = int(kv_room / per_token) if per_token > 0 else int(kv_room / per_seq * model_len)

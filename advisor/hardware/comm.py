@@ -18,7 +18,7 @@ import numpy as np
 
 from advisor.errors import AdvisorError
 from advisor.hardware.placement import group_path, pick_gpus
-from advisor.hardware.schema import OPS, CollectiveTerm, HardwareProfile
+from advisor.hardware.schema import OPS, CollectiveTerm, HardwareProfile, LinkSpec
 
 ENGINES = ("vllm", "sglang", "nccl")
 MiB = 1024 * 1024
@@ -54,8 +54,9 @@ def ring_steps(op: str, n: int) -> int:
     return 1 if op == "p2p" else (2 * (n - 1) if op == "allreduce" else n - 1)
 
 
-def two_regime_us(S: np.ndarray, f: float, lat_s: float, bw_s: float, split: float, lat_l: float,
-                  bw_l: float) -> np.ndarray:
+def two_regime_us(
+    S: np.ndarray, f: float, lat_s: float, bw_s: float, split: float, lat_l: float, bw_l: float
+) -> np.ndarray:
     """t = lat + S*f/(busbw*1e3) [us, GB/s], small regime below `split` bytes, large regime above."""
     return np.where(S < split, lat_s + S * (f / (bw_s * 1e3)), lat_l + S * (f / (bw_l * 1e3)))
 
@@ -72,18 +73,26 @@ def find_term(hw: HardwareProfile, op: str, n: int, backend: str = "nccl") -> Co
     return min(larger, key=lambda c: c.gpus) if larger else max(terms, key=lambda c: c.gpus)
 
 
-def _term_time(hw: HardwareProfile, term: CollectiveTerm, S: np.ndarray, op: str, n: int,
-               path: str | None) -> np.ndarray:
+def _term_time(
+    hw: HardwareProfile, term: CollectiveTerm, S: np.ndarray, op: str, n: int, path: str | None
+) -> np.ndarray:
     f = bus_factor(op, n)
     scale, dlat = 1.0, 0.0
     if path is not None and path != term.path:
-        links = {lk.path: lk for lk in hw.topology.links}
+        links: dict[str, LinkSpec] = {lk.path: lk for lk in hw.topology.links}
         have, want = links.get(term.path), links.get(path)
         if have is not None and want is not None:
             scale = min(1.0, want.p2p_bw_gbps / have.p2p_bw_gbps)
             dlat = max(0.0, want.latency_us - have.latency_us) * ring_steps(op, n)
-    return two_regime_us(S, f, term.small_latency_us + dlat, term.small_busbw_gbps * scale,
-                         term.switch_bytes, term.large_latency_us + dlat, term.large_busbw_gbps * scale)
+    return two_regime_us(
+        S,
+        f,
+        term.small_latency_us + dlat,
+        term.small_busbw_gbps * scale,
+        term.switch_bytes,
+        term.large_latency_us + dlat,
+        term.large_busbw_gbps * scale,
+    )
 
 
 def custom_allreduce_limit(hw: HardwareProfile, gpus: Sequence[int], engine: str) -> tuple[float, str]:
@@ -95,8 +104,10 @@ def custom_allreduce_limit(hw: HardwareProfile, gpus: Sequence[int], engine: str
         return 0.0, f"custom allreduce supports world sizes {CUSTOM_AR_WORLD_SIZES} only; {n} -> NCCL"
     fully = group_path(topo, gpus) == "nvlink"
     if n > 2 and not fully:
-        return 0.0, (f"custom allreduce is disabled on more than two PCIe-only GPUs ({n} GPUs not fully "
-                     "NVLink/xGMI-connected; custom_all_reduce.py) -> NCCL for every size")
+        return 0.0, (
+            f"custom allreduce is disabled on more than two PCIe-only GPUs ({n} GPUs not fully "
+            "NVLink/xGMI-connected; custom_all_reduce.py) -> NCCL for every size"
+        )
     if not fully and not topo.p2p:
         return 0.0, "2 PCIe GPUs without P2P (gpu_p2p_access_check fails) -> NCCL"
     sm = hw.gpu.sm or ""
@@ -105,11 +116,16 @@ def custom_allreduce_limit(hw: HardwareProfile, gpus: Sequence[int], engine: str
         symm = VLLM_SYMM_MEM_MAX_BYTES[sm].get(n, 0) if (fully and topo.nvswitch) else 0
         limit = float(max(custom, symm))
         how = f"custom AR < {custom / MiB:g} MiB" + (f", torch symm-mem < {symm / MiB:g} MiB" if symm else "")
-        return limit, f"{engine} in-engine allreduce on {n} {'NVLink' if fully else 'P2P'} GPUs ({how}; " \
-                      "all_reduce_utils.py), NCCL above"
+        return (
+            limit,
+            f"{engine} in-engine allreduce on {n} {'NVLink' if fully else 'P2P'} GPUs ({how}; "
+            "all_reduce_utils.py), NCCL above",
+        )
     link = "NVLink/xGMI" if fully else "PCIe P2P"
-    return float(CUSTOM_AR_DEFAULT_MAX_BYTES), (f"{engine} custom allreduce on {n} {link} GPUs for messages "
-                                                f"< 8 MiB (custom_all_reduce.py max_size), NCCL above")
+    return float(CUSTOM_AR_DEFAULT_MAX_BYTES), (
+        f"{engine} custom allreduce on {n} {link} GPUs for messages "
+        f"< 8 MiB (custom_all_reduce.py max_size), NCCL above"
+    )
 
 
 def _check(op: str, engine: str) -> None:
@@ -119,8 +135,13 @@ def _check(op: str, engine: str) -> None:
         raise AdvisorError(f"--engine {engine}: expected one of {', '.join(ENGINES)}")
 
 
-def allreduce_backend_reason(hw: HardwareProfile, n_gpus: int, nbytes: float = 0.0, engine: str = "vllm",
-                             gpus: Sequence[int] | None = None) -> tuple[str, str]:
+def allreduce_backend_reason(
+    hw: HardwareProfile,
+    n_gpus: int,
+    nbytes: float = 0.0,
+    engine: str = "vllm",
+    gpus: Sequence[int] | None = None,
+) -> tuple[str, str]:
     """("custom" | "nccl" | "none", one-line reason) for one allreduce of `nbytes` on n GPUs."""
     _check("allreduce", engine)
     if n_gpus <= 1:
@@ -133,12 +154,21 @@ def allreduce_backend_reason(hw: HardwareProfile, n_gpus: int, nbytes: float = 0
 
 
 def allreduce_backend(hw: HardwareProfile, n_gpus: int, nbytes: float = 0.0, engine: str = "vllm") -> str:
-    """"custom" (engine's own allreduce kernel) or "nccl"; "none" for one GPU. Reason: allreduce_backend_reason."""
+    """Backend name: "custom" (engine's own kernel), "nccl", or "none" (one GPU).
+
+    The reason string comes from `allreduce_backend_reason` (same arguments, returns (backend, reason)).
+    """
     return allreduce_backend_reason(hw, n_gpus, nbytes, engine)[0]
 
 
-def collective_time_us(hw: HardwareProfile, op: str, nbytes: float | np.ndarray, n_gpus: int,
-                       engine: str = "vllm", gpus: Sequence[int] | None = None) -> np.ndarray:
+def collective_time_us(
+    hw: HardwareProfile,
+    op: str,
+    nbytes: float | np.ndarray,
+    n_gpus: int,
+    engine: str = "vllm",
+    gpus: Sequence[int] | None = None,
+) -> np.ndarray:
     """Microseconds for one collective of `nbytes` (nccl-tests size) over n GPUs; vectorised over nbytes.
 
     Placement: `gpus` if given, else `pick_gpus(hw, n)`. Allreduce uses the engine's custom kernel term

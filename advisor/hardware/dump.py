@@ -31,8 +31,11 @@ def _is_table_list(v: Any) -> bool:
 
 def table_to_toml(data: dict[str, Any], prefix: str = "") -> str:
     """TOML text of a nested dict: scalars, then [sub.tables], then [[arrays.of.tables]]."""
-    lines = [f"{k} = {_scalar(v)}" for k, v in data.items()
-             if not isinstance(v, dict) and not _is_table_list(v) and v is not None]
+    lines = [
+        f"{k} = {_scalar(v)}"
+        for k, v in data.items()
+        if not isinstance(v, dict) and not _is_table_list(v) and v is not None
+    ]
     out = "\n".join(lines) + ("\n" if lines else "")
     for k, v in data.items():
         if isinstance(v, dict):

@@ -61,8 +61,9 @@ def abs_err_pct(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
     return np.abs(pred / meas - 1.0) * 100.0
 
 
-def fit_collective(op: str, gpus: int, sizes_bytes: np.ndarray, times_us: np.ndarray,
-                   min_points_per_regime: int = 3) -> Fit:
+def fit_collective(
+    op: str, gpus: int, sizes_bytes: np.ndarray, times_us: np.ndarray, min_points_per_regime: int = 3
+) -> Fit:
     """Two-regime fit choosing the split size that minimises median + p90 relative error."""
     S = np.asarray(sizes_bytes, dtype=float)
     t = np.asarray(times_us, dtype=float)
@@ -87,7 +88,15 @@ def fit_collective(op: str, gpus: int, sizes_bytes: np.ndarray, times_us: np.nda
     assert best is not None
     a_s, bw_s, split, a_l, bw_l = best[1]
     err = abs_err_pct(two_regime_us(S, f, a_s, bw_s, split, a_l, bw_l), t)
-    return Fit(op=op, gpus=gpus, points=int(S.size), small_latency_us=round(a_s, 3),
-               small_busbw_gbps=round(bw_s, 3), switch_bytes=split, large_latency_us=round(a_l, 3),
-               large_busbw_gbps=round(bw_l, 3), median_abs_err_pct=round(float(np.median(err)), 2),
-               p90_abs_err_pct=round(float(np.percentile(err, 90)), 2))
+    return Fit(
+        op=op,
+        gpus=gpus,
+        points=int(S.size),
+        small_latency_us=round(a_s, 3),
+        small_busbw_gbps=round(bw_s, 3),
+        switch_bytes=split,
+        large_latency_us=round(a_l, 3),
+        large_busbw_gbps=round(bw_l, 3),
+        median_abs_err_pct=round(float(np.median(err)), 2),
+        p90_abs_err_pct=round(float(np.percentile(err, 90)), 2),
+    )

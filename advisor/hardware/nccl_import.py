@@ -20,8 +20,13 @@ from advisor.hardware.fit import Fit, fit_collective
 from advisor.hardware.textfile import read_tool_text
 
 WHAT = "nccl-tests output (e.g. all_reduce_perf)"
-TEST_OPS = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
-            "alltoall": "alltoall", "sendrecv": "p2p"}
+TEST_OPS = {
+    "all_reduce": "allreduce",
+    "all_gather": "allgather",
+    "reduce_scatter": "reducescatter",
+    "alltoall": "alltoall",
+    "sendrecv": "p2p",
+}
 OTHER_TESTS = ("broadcast", "reduce_perf", "gather_perf", "scatter_perf", "hypercube")
 
 
@@ -96,8 +101,10 @@ def parse_nccl_tests(path: Path) -> NcclTable:
         raise AdvisorError(f"{path}: not {WHAT}: no 'size count type ... time algbw busbw' header{hint}")
     start, cols = head
     dev = re.search(r"^#\s*Rank\s+0\s.*?device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$", text, flags=re.M)
-    table = NcclTable(op=_op_from(text, Path(path)), gpus=_gpus_from(text), device=dev.group(1) if dev else None)
-    for ln in lines[start + 1:]:
+    table = NcclTable(
+        op=_op_from(text, Path(path)), gpus=_gpus_from(text), device=dev.group(1) if dev else None
+    )
+    for ln in lines[start + 1 :]:
         if not ln.strip() or ln.lstrip().startswith("#"):
             continue
         row = _row(ln.split(), cols)
@@ -109,19 +116,29 @@ def parse_nccl_tests(path: Path) -> NcclTable:
         table.times_ip_us.append(row[2] if row[2] is not None else float("nan"))
         table.busbw_gbps.append(row[3])
     if not table.sizes:
-        raise AdvisorError(f"{path}: nccl-tests table has no complete rows "
-                           f"({table.skipped_rows} unreadable; truncated file?)")
+        raise AdvisorError(
+            f"{path}: nccl-tests table has no complete rows "
+            f"({table.skipped_rows} unreadable; truncated file?)"
+        )
     return table
 
 
 def fit_nccl_file(path: Path, op: str | None = None, gpus: int | None = None) -> tuple[NcclTable, Fit]:
     """Parse and fit; `op`/`gpus` override what the file says (and are required when it says nothing)."""
     table = parse_nccl_tests(path)
+    named = re.search(r"Collective test starting:\s*(\w+?)_perf", read_tool_text(path, WHAT))
+    if named and not any(k in named.group(1) for k in TEST_OPS) and op is None:
+        raise AdvisorError(
+            f"{path}: {named.group(1)}_perf is not a collective the cost model uses "
+            f"({', '.join(k + '_perf' for k in TEST_OPS)})"
+        )
     op = op or table.op
     n = gpus or table.gpus
     if op is None:
-        raise AdvisorError(f"{path}: cannot tell which collective this is; pass --op "
-                           f"({', '.join(sorted(set(TEST_OPS.values())))})")
+        raise AdvisorError(
+            f"{path}: cannot tell which collective this is; pass --op "
+            f"({', '.join(sorted(set(TEST_OPS.values())))})"
+        )
     if op not in TEST_OPS.values():
         raise AdvisorError(f"--op {op}: expected one of {', '.join(sorted(set(TEST_OPS.values())))}")
     if n is None or n < 2:
@@ -135,8 +152,14 @@ def fit_nccl_file(path: Path, op: str | None = None, gpus: int | None = None) ->
 def summary(table: NcclTable, fit: Fit, path: Path) -> dict[str, object]:
     """JSON document of `hw import-nccl`."""
     return {
-        "file": str(path), "op": fit.op, "gpus": fit.gpus, "device": table.device,
-        "latency_us": fit.small_latency_us, "busbw_gbps": fit.large_busbw_gbps, "points": fit.points,
-        "skipped_rows": table.skipped_rows, "max_measured_busbw_gbps": max(table.busbw_gbps),
+        "file": str(path),
+        "op": fit.op,
+        "gpus": fit.gpus,
+        "device": table.device,
+        "latency_us": fit.small_latency_us,
+        "busbw_gbps": fit.large_busbw_gbps,
+        "points": fit.points,
+        "skipped_rows": table.skipped_rows,
+        "max_measured_busbw_gbps": max(table.busbw_gbps),
         "terms": {k: v for k, v in fit.as_dict().items() if k not in ("op", "gpus", "points")},
     }

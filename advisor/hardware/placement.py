@@ -14,8 +14,11 @@ def _member(groups: list[list[int]]) -> dict[int, int]:
 
 def pair_path(topo: Topology, a: int, b: int) -> str:
     """Path class between two GPUs: nvlink > same_switch > same_socket > cross_socket (best first)."""
-    for groups, name in ((topo.nvlink_domains, "nvlink"), (topo.pcie_switches, "same_switch"),
-                         (topo.sockets, "same_socket")):
+    for groups, name in (
+        (topo.nvlink_domains, "nvlink"),
+        (topo.pcie_switches, "same_switch"),
+        (topo.sockets, "same_socket"),
+    ):
         m = _member(groups)
         if a in m and m.get(a) == m.get(b):
             return name
@@ -26,13 +29,13 @@ def group_path(topo: Topology, gpus: Sequence[int]) -> str | None:
     """Slowest hop of a group (its worst pair path); None for fewer than two GPUs."""
     worst = -1
     for i, a in enumerate(gpus):
-        for b in gpus[i + 1:]:
+        for b in gpus[i + 1 :]:
             worst = max(worst, PATHS.index(pair_path(topo, a, b)))
     return PATHS[worst] if worst >= 0 else None
 
 
 def _switch_order(topo: Topology, gpus: Sequence[int]) -> list[int]:
-    """GPUs ordered so that those sharing a PCIe switch (or NVLink domain) are adjacent, bigger groups first."""
+    """GPUs ordered so that those sharing a PCIe switch (or NVLink domain) are adjacent, big groups first."""
     sw = _member(topo.nvlink_domains or topo.pcie_switches)
     groups: dict[int, list[int]] = {}
     for g in gpus:

@@ -3,7 +3,9 @@
 Matrix legend (printed by nvidia-smi): X self; SYS crosses the SMP interconnect between NUMA nodes
 (older drivers: SOC); NODE crosses host bridges inside one NUMA node; PHB crosses one host bridge (CPU);
 PXB crosses several PCIe bridges without the host bridge; PIX at most one PCIe bridge; NV# a bonded set
-of # NVLinks. GPUs that reach each other by PIX/PXB share a PCIe switch; NV# pairs share an NVLink domain.
+of # NVLinks. GPUs that reach each other by PIX/PXB share a PCIe switch (so do GPUs that are both PIX from
+one NIC, which is how HGX boards show it when NVLink hides the GPU-GPU PCIe path); NV# pairs share an
+NVLink domain.
 Sockets are grouped by the `NUMA Affinity` column (else `CPU Affinity`, else by non-SYS connectivity).
 """
 
@@ -59,7 +61,7 @@ def parse_topo(path: Path) -> TopoMatrix:
         raise AdvisorError(f"{path}: not {WHAT}: no header row starting with GPU0")
     start, cols, aff_cols = head
     topo = TopoMatrix(columns=cols)
-    for ln in lines[start + 1:]:
+    for ln in lines[start + 1 :]:
         toks = ln.split()
         if not toks:
             continue
@@ -68,18 +70,20 @@ def parse_topo(path: Path) -> TopoMatrix:
         if not DEVICE.match(toks[0]):
             topo.skipped_rows += 1
             continue
-        cells = toks[1:1 + len(cols)]
+        cells = toks[1 : 1 + len(cols)]
         if len(cells) != len(cols) or not all(LINK.match(c) for c in cells):
             topo.skipped_rows += 1
             continue
         topo.links[toks[0]] = dict(zip(cols, cells, strict=True))
         if toks[0].startswith("GPU"):
-            extra = dict(zip(aff_cols, toks[1 + len(cols):], strict=False))
+            extra = dict(zip(aff_cols, toks[1 + len(cols) :], strict=False))
             g = int(toks[0][3:])
             topo.cpu_affinity[g] = extra.get("CPU Affinity", "N/A")
             topo.numa[g] = extra.get("NUMA Affinity", "N/A")
     if not topo.gpus:
-        raise AdvisorError(f"{path}: {WHAT} has no readable GPU rows ({topo.skipped_rows} skipped; truncated?)")
+        raise AdvisorError(
+            f"{path}: {WHAT} has no readable GPU rows ({topo.skipped_rows} skipped; truncated?)"
+        )
     return topo
 
 
@@ -118,7 +122,7 @@ def _via_nic(topo: TopoMatrix) -> set[tuple[int, int]]:
         if row.startswith("GPU"):
             continue
         near = sorted(int(c[3:]) for c, v in cells.items() if c.startswith("GPU") and v == "PIX")
-        out |= {(a, b) for i, a in enumerate(near) for b in near[i + 1:]}
+        out |= {(a, b) for i, a in enumerate(near) for b in near[i + 1 :]}
     return out
 
 
@@ -138,8 +142,18 @@ def topology_summary(topo: TopoMatrix) -> dict[str, object]:
     shared = _pairs(topo, re.compile(r"^(PIX|PXB)$")) | _via_nic(topo)
     switches = [g for g in _components(gpus, shared) if len(g) > 1]
     nvlink = [g for g in _components(gpus, _pairs(topo, re.compile(r"^NV\d+$"))) if len(g) > 1]
-    nics = {r: sorted(int(c[3:]) for c, v in cells.items() if c.startswith("GPU") and v in ("PIX", "PXB"))
-            for r, cells in topo.links.items() if not r.startswith("GPU")}
-    return {"gpus": gpus, "num_gpus": len(gpus), "sockets": _sockets(topo), "pcie_switches": switches,
-            "nvlink_domains": nvlink, "nics_near_gpus": nics, "skipped_rows": topo.skipped_rows,
-            "matrix": {r: cells for r, cells in topo.links.items() if r.startswith("GPU")}}
+    nics = {
+        r: sorted(int(c[3:]) for c, v in cells.items() if c.startswith("GPU") and v in ("PIX", "PXB"))
+        for r, cells in topo.links.items()
+        if not r.startswith("GPU")
+    }
+    return {
+        "gpus": gpus,
+        "num_gpus": len(gpus),
+        "sockets": _sockets(topo),
+        "pcie_switches": switches,
+        "nvlink_domains": nvlink,
+        "nics_near_gpus": nics,
+        "skipped_rows": topo.skipped_rows,
+        "matrix": {r: cells for r, cells in topo.links.items() if r.startswith("GPU")},
+    }

@@ -1,0 +1,91 @@
+"""Calibration files: fitted efficiency terms per (hardware, engine) with their provenance.
+
+Shipped defaults live in `advisor/calibrations/<hardware>--<engine>.json`. A node without one borrows
+the terms of the nearest calibrated profile (same GPU generation, then same interconnect class) and
+says so in `calibrated`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from advisor.cost.terms import Terms
+from advisor.errors import AdvisorError
+from advisor.hardware import HardwareProfile, known_ids, load_profile
+
+SHIPPED = Path(__file__).resolve().parent.parent / "calibrations"
+
+
+class Calibration(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hardware: str
+    engine: str
+    terms: Terms
+    bounds_hit: list[str] = []
+    refused: dict[str, str] = {}
+    rows_used: int
+    rows_rejected: int = 0
+    files: list[str] = []
+    engine_versions: list[str] = []
+    cv: dict[str, dict[str, float]] = {}
+    tpot_residual_pct: tuple[float, float] | None = None
+    method: str = ""
+
+
+def read_calibration(path: Path) -> Calibration:
+    try:
+        data = json.loads(path.read_text())
+        return Calibration.model_validate(data)
+    except FileNotFoundError:
+        raise AdvisorError(f"--calibration {path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise AdvisorError(f"--calibration {path}: not a calibration file ({type(err).__name__})") from None
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise AdvisorError(f"--calibration {path}: field {where}: {first['msg']}") from None
+
+
+def shipped_path(hardware: str, engine: str) -> Path:
+    return SHIPPED / f"{hardware}--{engine}.json"
+
+
+def terms_for(hw: HardwareProfile, engine: str, path: str | None = None) -> tuple[Terms, dict[str, Any]]:
+    """Terms to use and the `calibrated` field that says where they came from."""
+    if path is not None:
+        cal = read_calibration(Path(path))
+        if cal.hardware != hw.id:
+            raise AdvisorError(f"--calibration {path}: fitted for {cal.hardware}, not {hw.id}")
+        return cal.terms, _doc(cal, f"file {path}")
+    own = shipped_path(hw.id, engine)
+    if own.exists():
+        cal = read_calibration(own)
+        return cal.terms, _doc(cal, "shipped")
+    donor = _nearest(hw, engine)
+    if donor is not None:
+        cal = read_calibration(shipped_path(donor, engine))
+        return cal.terms, _doc(cal, f"borrowed from {donor} (nearest calibrated profile: same GPU generation "
+                                    f"or interconnect class; no measurements for {hw.id})")
+    return Terms(), {"how": "none: priors (no calibration for this hardware and engine)", "rows": 0}
+
+
+def _doc(cal: Calibration, how: str) -> dict[str, Any]:
+    return {"how": how, "hardware": cal.hardware, "engine": cal.engine, "rows": cal.rows_used,
+            "terms": cal.terms.model_dump(), "cv": cal.cv, "tpot_residual_pct": cal.tpot_residual_pct}
+
+
+def _nearest(hw: HardwareProfile, engine: str) -> str | None:
+    best: tuple[int, str] | None = None
+    for other in known_ids():
+        if other == hw.id or not shipped_path(other, engine).exists():
+            continue
+        prof = load_profile(other)
+        score = 2 * (prof.gpu.generation == hw.gpu.generation) + (prof.interconnect_class == hw.interconnect_class)
+        if score and (best is None or score > best[0]):
+            best = (score, other)
+    return best[1] if best else None

@@ -1,0 +1,45 @@
+"""Rich tables for people."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from advisor.hardware import HardwareProfile
+from advisor.report.units import gib
+
+
+def fit_table(docs: list[dict[str, Any]], hw: HardwareProfile) -> None:
+    table = Table(title=f"Memory fit on {hw.name}")
+    for col in ("model", "plan", "fits", "weights/GPU", "KV room/GPU", "KV tokens", "max seqs", "why not"):
+        table.add_column(col, overflow="fold")
+    for d in docs:
+        pg = d["per_gpu"] or {}
+        table.add_row(d["model"], d["plan"]["label"], "yes" if d["fits"] else "no",
+                      gib(pg.get("weights_bytes", 0)), gib(pg.get("kv_cache_bytes", 0)),
+                      f"{d['kv_cache_tokens']:,}", f"{d['max_concurrency']:,} x {d['max_model_len']}",
+                      d["reason"] or "")
+    Console().print(table)
+
+
+def predict_panel(d: dict[str, Any]) -> None:
+    console = Console()
+    head = f"{d['model']} on {d['hardware']} at {d['plan']['label']}"
+    if not d["fits"]:
+        console.print(f"{head}: does not run: {d['reason']}")
+        return
+    w = d["workload"]
+    console.print(f"[bold]{head}[/bold], {w['concurrency']} users, {w['input_len']} in / {w['output_len']} out")
+    console.print(f"  TTFT {d['ttft_ms']:,.0f} ms   TPOT {d['tpot_ms']:.1f} ms   {d['per_user_tok_s']:.0f} tok/s per "
+                  f"user   {d['output_tok_s']:,.0f} tok/s total ({d['running_sequences']} running)")
+    b = d["breakdown_ms"]
+    console.print("  decode step: " + ", ".join(f"{k} {v:.2f} ms" for k, v in b.items())
+                  + f"  -> bound by {d['bottleneck']}")
+    console.print(f"  {d['collectives_per_step']} collectives per step ({d['allreduces_per_step']} allreduces), "
+                  f"{d['allreduce_bytes_per_token'] / 1e6:.2f} MB allreduce payload per token")
+    pg = d["per_gpu"]
+    console.print(f"  per GPU: weights {gib(pg['weights_bytes'])}, KV room {gib(pg['kv_cache_bytes'])} "
+                  f"({d['kv_cache_tokens']:,} tokens, {d['kv_cache_dtype']})")
+    console.print(f"  calibrated: {d['calibrated']['how']}")
