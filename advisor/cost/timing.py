@@ -97,7 +97,7 @@ def serve(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, concurrenc
     """TTFT, TPOT, tok/s for `concurrency` users with fixed lengths; shapes broadcast to [P, C, L]."""
     users = np.ceil(concurrency / F.dp)
     running = np.maximum(np.minimum(users, np.floor(F.max_running)), 1.0)
-    micro = running / F.pp  # PP keeps pp micro-batches in flight
+    micro = np.maximum(running / F.pp, 1.0)  # PP keeps up to pp micro-batches in flight
     ctx = input_len + output_len / 2
     step = forward_time(F, hw, terms, comm, micro, ctx, decode=True)
     tpot = step["total"]

@@ -49,12 +49,20 @@ def per_gpu_bytes(w: WeightGroup, plan: Plan) -> float:
     (TP x DP without EP), vocab-parallel on the first/last PP stage."""
     if w.shard == "vocab":
         return w.bytes / plan.tp
-    stage = w.bytes / plan.pp
+    # vLLM splits layers as evenly as it can (`distributed/utils.py:get_pp_indices`); the fullest stage
+    # holds ceil(L / pp) of them
+    stage = w.bytes * _fullest_stage(w.layers, plan.pp)
     if w.shard == "tp":
         return stage / plan.tp
     if w.shard == "expert":
         return stage / (plan.tp * plan.dp)
     return stage
+
+
+def _fullest_stage(layers: int, pp: int) -> float:
+    if pp == 1 or layers == 0:
+        return 1.0 / pp
+    return -(-layers // pp) / layers
 
 
 def weights_per_gpu(weights: tuple[WeightGroup, ...], plan: Plan) -> float:

@@ -43,3 +43,33 @@ def predict_panel(d: dict[str, Any]) -> None:
     console.print(f"  per GPU: weights {gib(pg['weights_bytes'])}, KV room {gib(pg['kv_cache_bytes'])} "
                   f"({d['kv_cache_tokens']:,} tokens, {d['kv_cache_dtype']})")
     console.print(f"  calibrated: {d['calibrated']['how']}")
+
+
+def rank_table(rows: list[dict[str, Any]], tail: list[dict[str, Any]], hw: HardwareProfile, q: Any) -> None:
+    from advisor.report.ranking import compare
+
+    console = Console()
+    what = {"latency": "single-user tok/s", "throughput": f"total tok/s at {q.concurrency} users",
+            "goodput": "total tok/s within the limits"}[q.objective]
+    table = Table(title=f"Ranked by {what} on {hw.name} ({q.input_len} in / {q.output_len} out)")
+    for col in ("#", "model", "plan", "KV room", "TTFT ms", "TPOT ms", "tok/s user", "tok/s total", "users",
+                "coll/step", "MB/token", "bound by"):
+        table.add_column(col, overflow="fold")
+    for d in rows:
+        table.add_row(str(d["rank"]), d["model"], d["plan"]["label"], f"{d['kv_cache_tokens']:,} tok",
+                      f"{d['ttft_ms']:,.0f}", f"{d['tpot_ms']:.1f}", f"{d['per_user_tok_s']:.0f}",
+                      f"{d['output_tok_s']:,.0f}", str(d["workload"]["concurrency"]), str(d["collectives_per_step"]),
+                      f"{d['allreduce_bytes_per_token'] / 1e6:.2f}", d["bottleneck"])
+    for d in tail:
+        table.add_row("-", d["model"], "-", "-", "-", "-", "-", "-", "-", "-", "-", "does not run")
+    console.print(table)
+    for d in rows:
+        console.print(f"[bold]{d['rank']}. {d['model']}[/bold]: {d['why']}")
+        for note in d["constraints"]:
+            console.print(f"   - {note}")
+        console.print(f"   run: {d['command']}")
+    for d in tail:
+        console.print(f"[bold]-  {d['model']}[/bold]: {d['reason']}")
+    if len(rows) > 1:
+        console.print(compare(rows[0], rows[1]))
+    console.print(f"calibrated: {rows[0]['calibrated']['how']}")
