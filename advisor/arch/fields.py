@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import math
 from typing import Any
 
@@ -18,21 +19,21 @@ class ConfigError(AdvisorError):
 class Cfg:
     """A view over a config dict that names the file and field in every error."""
 
-    def __init__(self, data: dict[str, Any], where: str):
+    def __init__(self, data: dict[str, Any], where: builtins.str):
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: expected a JSON object, got {type(data).__name__}")
         self.data = data
         self.where = where
 
-    def has(self, key: str) -> bool:
+    def has(self, key: builtins.str) -> builtins.bool:
         return self.data.get(key) is not None
 
-    def raw(self, key: str, default: Any = None) -> Any:
+    def raw(self, key: builtins.str, default: Any = None) -> Any:
         value = self.data.get(key)
         return default if value is None else value
 
-    def int(self, key: str, default: int | None = None, *, minimum: int = 1,
-            maximum: int = _LIMITS["default"]) -> int:
+    def int(self, key: builtins.str, default: builtins.int | None = None, *, minimum: builtins.int = 1,
+            maximum: builtins.int = _LIMITS["default"]) -> builtins.int:
         value = self.data.get(key)
         if value is None:
             if default is None:
@@ -46,10 +47,10 @@ class Cfg:
             raise ConfigError(f"{self.where}: field {key!r} = {ivalue} is outside [{minimum}, {maximum}]")
         return ivalue
 
-    def opt_int(self, key: str, *, minimum: int = 1) -> int | None:
+    def opt_int(self, key: builtins.str, *, minimum: builtins.int = 1) -> builtins.int | None:
         return self.int(key, minimum=minimum) if self.has(key) else None
 
-    def bool(self, key: str, default: bool = False) -> bool:
+    def bool(self, key: builtins.str, default: builtins.bool = False) -> builtins.bool:
         value = self.data.get(key)
         if value is None:
             return default
@@ -57,7 +58,7 @@ class Cfg:
             raise ConfigError(f"{self.where}: field {key!r} must be true/false, got {value!r}")
         return value
 
-    def str(self, key: str, default: str = "") -> str:
+    def str(self, key: builtins.str, default: builtins.str = "") -> builtins.str:
         value = self.data.get(key)
         if value is None:
             return default
@@ -65,7 +66,7 @@ class Cfg:
             raise ConfigError(f"{self.where}: field {key!r} must be a string, got {value!r}")
         return value
 
-    def list(self, key: str) -> list[Any] | None:
+    def list(self, key: builtins.str) -> builtins.list[Any] | None:
         value = self.data.get(key)
         if value is None:
             return None
@@ -73,7 +74,7 @@ class Cfg:
             raise ConfigError(f"{self.where}: field {key!r} must be a list, got {type(value).__name__}")
         return value
 
-    def dict(self, key: str) -> dict[str, Any] | None:
+    def dict(self, key: builtins.str) -> builtins.dict[builtins.str, Any] | None:
         value = self.data.get(key)
         if value is None:
             return None
@@ -81,6 +82,6 @@ class Cfg:
             raise ConfigError(f"{self.where}: field {key!r} must be an object, got {type(value).__name__}")
         return value
 
-    def sub(self, key: str) -> Cfg | None:
+    def sub(self, key: builtins.str) -> Cfg | None:
         d = self.dict(key)
         return None if d is None else Cfg(d, f"{self.where}:{key}")

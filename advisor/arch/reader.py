@@ -46,7 +46,7 @@ def read_config(data: dict[str, Any], *, name: str, where: str | None = None,
     if not tied:
         _add(acc, quant, "lm_head", "vocab", False, vocab * hidden, None)
     _add(acc, quant, "norms", "replicated", False, hidden, None)
-    weights = tuple(WeightGroup(name=g, shard=s, fmt=f, params=p, layers=lay)  # type: ignore[arg-type]
+    weights = tuple(WeightGroup(name=g, shard=s, fmt=f, params=p, layers=lay)
                     for (g, s, f), (p, lay) in sorted(acc.items()) if p > 0)
     mtp_n, mtp_params, mtp_bytes = _mtp(text, quant, per_layer, experts, n)
     vis = vision_params(top)
@@ -135,7 +135,7 @@ def _row_parallel_outputs(layer: Layer) -> int:
     return (layer.mixer is not None) + {None: 0, "dense": 1, "moe": 1, "both": 2}[layer.mlp]
 
 
-def _attention_kind(cfg: Cfg, heads: int, kinds: set[str]) -> str:
+def _attention_kind(cfg: Cfg, heads: int, kinds: set[Any]) -> str:
     if "mla" in kinds:
         return "mla"
     kv = cfg.int("num_key_value_heads", heads)
@@ -158,7 +158,7 @@ def _attn_groups(cfg: Cfg, per_layer: list[Layer], state: dict[str, int]) -> tup
 def _attn_group(cfg: Cfg, kind: str, count: int, state: dict[str, int]) -> AttnGroup:
     heads = cfg.int("num_attention_heads")
     if kind in ("linear", "mamba"):
-        return AttnGroup(kind=kind, layers=count, num_heads=heads, state_elems=state[kind])  # type: ignore[arg-type]
+        return AttnGroup(kind=kind, layers=count, num_heads=heads, state_elems=state[kind])
     if cfg.has("kv_lora_rank"):
         latent = cfg.int("kv_lora_rank") + cfg.int("qk_rope_head_dim")
         index = 0
@@ -200,7 +200,8 @@ def _moe(cfg: Cfg, per_layer: list[Layer], experts: int) -> MoE | None:
     return MoE(num_experts=experts, experts_per_token=k, shared_experts=-(-shared // inter) if shared else 0,
                expert_intermediate=inter, shared_intermediate=shared, moe_layers=moe_layers,
                dense_layers=sum(1 for lay in per_layer if lay.mlp in ("dense", "both")),
-               dense_intermediate=cfg.int("intermediate_size_mlp", 0, minimum=0) or cfg.int("intermediate_size", 0, minimum=0))
+               dense_intermediate=cfg.int("intermediate_size_mlp", 0, minimum=0)
+               or cfg.int("intermediate_size", 0, minimum=0))
 
 
 def _mtp(cfg: Cfg, quant: QuantScheme, per_layer: list[Layer], experts: int, n: int) -> tuple[int, int, float]:

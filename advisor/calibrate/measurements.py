@@ -183,6 +183,14 @@ def _parse_pos_float(name: str, text: str, errors: list[str]) -> float | None:
     return value
 
 
+def _is_zero(text: str) -> bool:
+    """True for a cell reading 0 (or 0.0)."""
+    try:
+        return float(text) == 0
+    except ValueError:
+        return False
+
+
 def _check_known(name: str, value: str, known: Callable[[str], bool] | None, errors: list[str]) -> None:
     """Ask the caller's catalog whether `value` exists; an AdvisorError from it counts as 'no'."""
     if known is None:
@@ -236,6 +244,11 @@ def build_row(
         errors.append("tp is empty")
     if not cells["concurrency"]:
         errors.append("concurrency is empty")
+    for key in ("dp", "ep"):
+        # 0 means "not used" = 1: aiconfigurator's silicon_sample ids spell it `epnone`/`tp2_epnone`
+        # and data/bench/silicon_dev.csv carries those rows with dp=0/ep=0 (e.g. Qwen3-32B gb200 trtllm).
+        if _is_zero(cells[key]):
+            cells[key] = "1"
     for key in (*_PLAN, "concurrency", *_LENGTHS):
         values[key] = _parse_int(key, cells[key], errors) if cells[key] else None
     for key in METRICS:

@@ -41,8 +41,8 @@ def settings(max_model_len: int | None, kv_cache_dtype: str, util: float, weight
     require(weight_dtype is None or weight_dtype in WEIGHT_DTYPES, "--weight-dtype",
             f"{weight_dtype!r} is not one of {', '.join(WEIGHT_DTYPES)}")
     require(engine in ("vllm", "sglang"), "--engine", f"{engine!r} is not vllm or sglang")
-    return Settings(max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype,  # type: ignore[arg-type]
-                    gpu_memory_utilization=util, weight_dtype=weight_dtype, engine=engine)  # type: ignore[arg-type]
+    return Settings(max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype,
+                    gpu_memory_utilization=util, weight_dtype=weight_dtype, engine=engine)
 
 
 def plan_from_flags(tp: int | None, pp: int | None, dp: int | None, ep: int | None) -> Plan | None:

@@ -86,9 +86,10 @@ def memory_fit(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Setti
     if kv_room <= 0:
         return MemoryFit(fits=False, reason=(
             f"needs {(w + act + overhead) / GiB:.1f} GiB per GPU (weights {w / GiB:.1f}), over the "
-            f"{budget / GiB:.1f} GiB budget ({settings.gpu_memory_utilization:g} of {capacity / GiB:.1f} GiB)"), weights_bytes=w, kv_cache_bytes=0.0, activation_bytes=act,
-            overhead_bytes=overhead, capacity_bytes=capacity, budget_bytes=budget, kv_cache_tokens=0,
-            max_concurrency=0, max_model_len=model_len, kv_dtype=dtype, kv_bytes_per_token=per_token)
+            f"{budget / GiB:.1f} GiB budget ({settings.gpu_memory_utilization:g} of {capacity / GiB:.1f} GiB)"),
+            weights_bytes=w, kv_cache_bytes=0.0, activation_bytes=act, overhead_bytes=overhead,
+            capacity_bytes=capacity, budget_bytes=budget, kv_cache_tokens=0, max_concurrency=0,
+            max_model_len=model_len, kv_dtype=dtype, kv_bytes_per_token=per_token)
     tokens = int(kv_room / per_token) if per_token > 0 else int(kv_room / per_seq * model_len)
     conc = int(kv_room / per_full_seq) if per_full_seq > 0 else settings.num_seqs(hw.gpu.memory_bytes)
     reason = None

@@ -23,7 +23,7 @@ def requantize(arch: ModelArch, weight_dtype: str | None) -> tuple[WeightGroup, 
         key = (w.name, w.shard, fmt)
         params, layers = out.get(key, (0, 0))
         out[key] = (params + w.params, max(layers, w.layers))
-    return tuple(WeightGroup(name=n, shard=s, fmt=f, params=p, layers=lay)  # type: ignore[arg-type]
+    return tuple(WeightGroup(name=n, shard=s, fmt=f, params=p, layers=lay)
                  for (n, s, f), (p, lay) in out.items())
 
 

@@ -1,0 +1,216 @@
+"""Measurement rows -> predictions of the same conditions, for `check` and `calibrate`.
+
+Each row becomes a (model, hardware, plan, settings, lengths) case; rows that cannot be predicted (unknown
+model or hardware, a plan the engine cannot run, a model that does not fit) get `predicted=None` and the
+reason. Runnable rows are gathered per (hardware, engine) into one `Bucket` of per-row features, so a
+prediction for every row of a bucket is one vectorised `advisor.cost.timing.serve` call; `calibrate`
+re-runs that call with trial terms.
+
+TensorRT-LLM rows are predicted with vLLM's physics (collective backends and scheduler defaults): the cost
+model has no TensorRT-LLM specifics; the fitted per-engine terms absorb the difference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from advisor.calibrate.measurements import Measurement
+from advisor.cost.features import Features, plan_features
+from advisor.cost.plan import Plan
+from advisor.cost.terms import Terms
+from advisor.cost.workload import Settings
+from advisor.errors import AdvisorError
+from advisor.hardware import HardwareProfile, load_profile
+
+# Lengths assumed when a row does not state them (the case study gives neither): `advisor predict`'s defaults.
+DEFAULT_INPUT_LEN = 1024
+DEFAULT_OUTPUT_LEN = 1024
+METRIC_KEYS = ("ttft_ms", "tpot_ms", "output_tok_s")
+PHYSICS_ENGINE = {"vllm": "vllm", "sglang": "sglang", "trtllm": "vllm"}  # trtllm: vLLM physics (see above)
+
+
+@dataclass
+class RowPrediction:
+    """One measurement row with its prediction (None when impossible), reason and assumption notes."""
+
+    row: Measurement
+    key: tuple[str, str]  # (hardware id, engine label: the row's engine, vllm when empty)
+    predicted: dict[str, float] | None = None
+    reason: str | None = None
+    notes: list[str] = field(default_factory=list)
+    input_len: int = DEFAULT_INPUT_LEN
+    output_len: int = DEFAULT_OUTPUT_LEN
+    tp_gt1: bool = False
+    layers: int = 0
+
+
+@dataclass
+class Bucket:
+    """Runnable rows of one (hardware, engine): per-row features [N] and workload [N]."""
+
+    hw: HardwareProfile
+    engine: str  # physics engine
+    index: list[int]  # positions in the RowPrediction list
+    features: Features
+    concurrency: np.ndarray
+    input_len: np.ndarray
+    output_len: np.ndarray
+    batched_tokens: int
+
+
+def engine_label(row: Measurement) -> str:
+    return row.engine or "vllm"
+
+
+def run_bucket(b: Bucket, terms: Terms) -> dict[str, np.ndarray]:
+    """Predicted ttft_ms, tpot_ms, output_tok_s [N] of a bucket under `terms` (one `serve` call)."""
+    from advisor.cost.timing import comm_fn, serve
+
+    out = serve(b.features, b.hw, terms, comm_fn(b.hw, b.engine), b.concurrency, b.input_len, b.output_len,
+                b.batched_tokens)
+    n = len(b.index)
+    return {"ttft_ms": np.broadcast_to(out["ttft_s"], (n,)) * 1e3,
+            "tpot_ms": np.broadcast_to(out["tpot_s"], (n,)) * 1e3,
+            "output_tok_s": np.broadcast_to(out["output_tok_s"], (n,)).astype(float)}
+
+
+class _Cache:
+    """Resolved models, hardware profiles and per-case feature rows, each computed once."""
+
+    def __init__(self) -> None:
+        self.models: dict[str, Any] = {}
+        self.hws: dict[str, HardwareProfile | str] = {}
+        self.feats: dict[tuple[Any, ...], dict[str, float] | str] = {}
+
+    def arch(self, ref: str) -> Any:
+        if ref not in self.models:
+            self.models[ref] = _resolve(ref)
+        return self.models[ref]
+
+    def hw(self, ref: str) -> HardwareProfile | str:
+        if ref not in self.hws:
+            try:
+                self.hws[ref] = load_profile(ref)
+            except AdvisorError as err:
+                self.hws[ref] = f"unknown hardware: {err}"
+        return self.hws[ref]
+
+
+def _resolve(ref: str) -> Any:
+    """ModelArch from the bundled catalog (fast, offline), else local path / Hub; a str reason when none."""
+    from advisor import catalog
+
+    entry = catalog.lookup(ref)
+    if entry is not None:
+        return entry.arch
+    from advisor.arch.sources import resolve
+
+    try:
+        return resolve(ref).arch
+    except AdvisorError as err:
+        return f"unknown model: {err}"
+
+
+def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measurement, engine: str,
+                   inp: int, out: int) -> dict[str, float] | str:
+    """plan_features of the row's case, or why it cannot run (cached per distinct case)."""
+    key = (row.model, hw.id, row.tp, row.pp, row.dp, row.ep, row.weight_dtype, engine, inp, out)
+    if key in cache.feats:
+        return cache.feats[key]
+    from advisor.cost.predict import make_case
+
+    result: dict[str, float] | str
+    if inp + out > arch.max_context:
+        result = f"{inp}+{out} tokens exceed the model's context of {arch.max_context}"
+    else:
+        settings = Settings(weight_dtype=row.weight_dtype, engine=engine,  # type: ignore[arg-type]
+                            max_model_len=max(inp + out, min(arch.max_context, 32768)))
+        try:
+            case = make_case(arch, Plan(tp=row.tp, pp=row.pp, dp=row.dp, ep=row.ep), hw, settings)
+        except (AdvisorError, ValueError) as err:
+            case, result = None, f"cannot build the case: {err}"
+        if case is not None and not case.runs:
+            result = f"plan {case.plan.label()} cannot run: {case.reason}"
+        elif case is not None:
+            assert case.memory is not None
+            result = plan_features(arch, case.plan, hw, settings, case.weights, case.memory, inp, out)
+    cache.feats[key] = result
+    return result
+
+
+def prepare(rows: list[Measurement]) -> tuple[list[RowPrediction], dict[tuple[str, str], Bucket]]:
+    """Per-row status (reason when not predictable) and the runnable rows bucketed by (hardware, engine)."""
+    cache = _Cache()
+    preds: list[RowPrediction] = []
+    pending: dict[tuple[str, str], list[tuple[int, dict[str, float]]]] = {}
+    for i, row in enumerate(rows):
+        p = RowPrediction(row=row, key=(row.hardware, engine_label(row)), tp_gt1=row.tp * row.dp > 1)
+        preds.append(p)
+        p.input_len = row.input_len or DEFAULT_INPUT_LEN
+        p.output_len = row.output_len or DEFAULT_OUTPUT_LEN
+        if row.input_len is None:
+            p.notes.append(f"input_len unknown: assumed {DEFAULT_INPUT_LEN}")
+        if row.output_len is None:
+            p.notes.append(f"output_len unknown: assumed {DEFAULT_OUTPUT_LEN}")
+        if row.engine == "trtllm":
+            p.notes.append("trtllm predicted with vLLM physics; fitted trtllm terms absorb the difference")
+        arch, hw = cache.arch(row.model), cache.hw(row.hardware)
+        if isinstance(arch, str) or isinstance(hw, str):
+            p.reason = arch if isinstance(arch, str) else str(hw)
+            continue
+        p.layers = arch.num_layers
+        feats = _case_features(cache, arch, hw, row, PHYSICS_ENGINE[engine_label(row)], p.input_len,
+                               p.output_len)
+        if isinstance(feats, str):
+            p.reason = feats
+            continue
+        pending.setdefault(p.key, []).append((i, feats))
+    buckets = {k: _bucket(preds, cache, k, items) for k, items in pending.items()}
+    return preds, buckets
+
+
+def _bucket(preds: list[RowPrediction], cache: _Cache, key: tuple[str, str],
+            items: list[tuple[int, dict[str, float]]]) -> Bucket:
+    hw = cache.hw(key[0])
+    assert not isinstance(hw, str)
+    idx = [i for i, _ in items]
+    rows = [preds[i] for i in idx]
+    return Bucket(hw=hw, engine=PHYSICS_ENGINE[key[1]], index=idx, features=Features.stack([f for _, f in items]),
+                  concurrency=np.array([r.row.concurrency for r in rows], float),
+                  input_len=np.array([r.input_len for r in rows], float),
+                  output_len=np.array([r.output_len for r in rows], float),
+                  batched_tokens=Settings().batched_tokens(hw.gpu.memory_bytes))
+
+
+def fill(preds: list[RowPrediction], buckets: Mapping[tuple[str, str], Bucket],
+         terms_by_key: Mapping[tuple[str, str], Terms]) -> list[RowPrediction]:
+    """Write each bucket's predictions under its terms (Terms() priors when the key has none) into `preds`."""
+    for key, b in buckets.items():
+        res = run_bucket(b, terms_by_key.get(key, Terms()))
+        for j, i in enumerate(b.index):
+            vals = {m: float(res[m][j]) for m in METRIC_KEYS}
+            if all(np.isfinite(v) and v > 0 for v in vals.values()):
+                preds[i].predicted = vals
+            else:
+                preds[i].reason = "the cost model returned a non-finite value"
+    return preds
+
+
+def predict_rows(rows: list[Measurement],
+                 terms_by_hw: Mapping[tuple[str, str], Terms] | None = None) -> list[RowPrediction]:
+    """Predictions for measurement rows; `terms_by_hw` maps (hardware id, engine) -> Terms (default priors)."""
+    preds, buckets = prepare(rows)
+    return fill(preds, buckets, terms_by_hw or {})
+
+
+def error_pct(pred: RowPrediction) -> dict[str, float | None]:
+    """Signed 100 * (predicted - measured) / measured per metric; None where either side is missing."""
+    out: dict[str, float | None] = {}
+    for m in METRIC_KEYS:
+        meas = getattr(pred.row, m)
+        out[m] = None if pred.predicted is None or meas is None else 100 * (pred.predicted[m] - meas) / meas
+    return out

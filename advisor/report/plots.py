@@ -1,0 +1,154 @@
+"""The `rank --plot` figure: throughput vs per-user speed, decode-step breakdown, memory per GPU.
+
+matplotlib is imported inside the functions (the CLI must start without it).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from advisor.arch.sources import Resolved
+from advisor.cost.plan import Plan
+from advisor.cost.predict import Case, all_cases, evaluate, make_case
+from advisor.cost.terms import Terms
+from advisor.cost.workload import Settings
+from advisor.errors import AdvisorError
+from advisor.hardware import HardwareProfile
+from advisor.report.ranking import GRID
+from advisor.report.results import BREAKDOWN
+
+GiB = 2**30
+# Memory stack of panel (c): (label, how to get GiB from a row's per_gpu). "reserve" is what
+# --gpu-memory-utilization keeps back: capacity - budget (vLLM `gpu_worker.py:determine_available_memory`).
+MEMORY_PARTS = ("weights", "KV room", "activations", "overhead", "reserve")
+
+
+def memory_parts(per_gpu: dict[str, float]) -> dict[str, float]:
+    """Bytes per GPU of each stacked part; they sum to the capacity."""
+    return {"weights": per_gpu["weights_bytes"], "KV room": per_gpu["kv_cache_bytes"],
+            "activations": per_gpu["activation_bytes"], "overhead": per_gpu["overhead_bytes"],
+            "reserve": per_gpu["capacity_bytes"] - per_gpu["budget_bytes"]}
+
+
+def row_label(d: dict[str, Any]) -> str:
+    return f"{d['model']} ({d['plan']['label']})"
+
+
+def sweep(rows: list[dict[str, Any]], resolved: list[Resolved], hw: HardwareProfile, settings: Settings,
+          terms: Terms, q: Any, gpus: int | None = None
+          ) -> tuple[list[tuple[str, Case, bool]], dict[str, np.ndarray]]:
+    """Each model's best plan (first row of the model) and its other runnable plans, evaluated over GRID in
+    one call. Returns [(model, case, is_best)] in the order of the result arrays, and the arrays."""
+    archs = {r.arch.model: r.arch for r in resolved}
+    cases: list[tuple[str, Case, bool]] = []
+    seen: set[str] = set()
+    for d in rows:
+        name = d["model"]
+        if name in seen:
+            continue
+        seen.add(name)
+        p = d["plan"]
+        best = Plan(tp=p["tp"], pp=p["pp"], dp=p["dp"], ep=p["ep"])
+        cases.append((name, make_case(archs[name], best, hw, settings, gpus), True))
+        cases += [(name, c, False) for c in all_cases(archs[name], hw, settings, gpus)
+                  if c.runs and c.plan != best]
+    res = evaluate([c for _, c, _ in cases], hw, settings, terms, np.array(GRID, dtype=float),
+                   np.array([q.input_len]), np.array([q.output_len]))
+    return cases, res
+
+
+def rank_figure(rows: list[dict[str, Any]], resolved: list[Resolved], hw: HardwareProfile, settings: Settings,
+                terms: Terms, q: Any, gpus: int | None = None) -> Any:
+    """Three panels: (a) total vs per-user tok/s over GRID, (b) decode-step breakdown, (c) memory per GPU."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    width = max(15.0, 5.0 + 1.2 * len(rows))
+    fig = Figure(figsize=(width, 5.5), layout="constrained")
+    ax_a, ax_b, ax_c = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.4, 1, 1]})
+    _throughput_panel(ax_a, rows, resolved, hw, settings, terms, q, gpus)
+    _breakdown_panel(ax_b, rows)
+    _memory_panel(ax_c, rows)
+    fig.suptitle(f"{hw.name} [{hw.id}]: {q.objective}, {q.input_len} in / {q.output_len} out, "
+                 f"{settings.engine}")
+    return fig
+
+
+def _throughput_panel(ax: Any, rows: list[dict[str, Any]], resolved: list[Resolved], hw: HardwareProfile,
+                      settings: Settings, terms: Terms, q: Any, gpus: int | None) -> None:
+    cases, res = sweep(rows, resolved, hw, settings, terms, q, gpus)
+    colors: dict[str, str] = {}
+    for i, (name, case, best) in enumerate(cases):
+        colors.setdefault(name, f"C{len(colors) % 10}")
+        x, y = res["per_user_tok_s"][i, :, 0], res["output_tok_s"][i, :, 0]
+        if best:
+            ax.plot(x, y, "o-", color=colors[name], label=f"{name} ({case.plan.label()})", zorder=3)
+        else:  # a leading underscore keeps it out of the legend
+            ax.plot(x, y, "-", color=colors[name], alpha=0.25, linewidth=1,
+                    label=f"_{name} ({case.plan.label()})", zorder=2)
+    ax.set_xlabel("per-user speed (tok/s per user)")
+    ax.set_ylabel("total output throughput (tok/s)")
+    ax.set_title(f"(a) throughput vs per-user speed, {GRID[0]}-{GRID[-1]} users\n"
+                 "(best plan bold, other valid plans faint)", fontsize="medium")
+    ax.set_yscale("log")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small")
+
+
+def _breakdown_panel(ax: Any, rows: list[dict[str, Any]]) -> None:
+    x = np.arange(len(rows))
+    bottom = np.zeros(len(rows))
+    for part in BREAKDOWN:
+        h = np.array([d["breakdown_ms"][part] for d in rows])
+        ax.bar(x, h, bottom=bottom, label=part)
+        bottom += h
+    ax.set_xticks(x, [_short(d) for d in rows], rotation=30, ha="right", fontsize="small")
+    ax.set_ylabel("decode step time (ms)")
+    ax.set_title("(b) decode step at the ranked workload", fontsize="medium")
+    ax.legend(fontsize="small")
+
+
+def _memory_panel(ax: Any, rows: list[dict[str, Any]]) -> None:
+    x = np.arange(len(rows))
+    bottom = np.zeros(len(rows))
+    parts = [memory_parts(d["per_gpu"]) for d in rows]
+    for name in MEMORY_PARTS:
+        h = np.array([p[name] for p in parts]) / GiB
+        ax.bar(x, h, bottom=bottom, label=name)
+        bottom += h
+    capacity = max(d["per_gpu"]["capacity_bytes"] for d in rows) / GiB
+    ax.axhline(capacity, color="black", linestyle="--", linewidth=1, label=f"capacity {capacity:.1f} GiB")
+    ax.set_xticks(x, [_short(d) for d in rows], rotation=30, ha="right", fontsize="small")
+    ax.set_ylabel("memory per GPU (GiB)")
+    ax.set_title("(c) memory per GPU", fontsize="medium")
+    ax.legend(fontsize="small", loc="lower right")
+
+
+def _short(d: dict[str, Any]) -> str:
+    return f"{d['model'].rsplit('/', 1)[-1]}\n{d['plan']['label']}"
+
+
+def save(fig: Any, path: str | os.PathLike[str]) -> None:
+    """Write PNG or SVG (by extension) atomically: a temp file in the same directory, then os.replace."""
+    target = Path(path)
+    fmt = target.suffix.lower().lstrip(".")
+    if fmt not in ("png", "svg"):
+        raise AdvisorError(f"--plot: {target}: give a .png or .svg file name")
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise AdvisorError(f"--plot: {target}: directory {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".{fmt}", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fig.savefig(fh, format=fmt)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

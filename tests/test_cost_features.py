@@ -1,0 +1,128 @@
+"""Per-plan features (advisor/cost/features.py): collective counts and payloads per decode step against
+formulas.md §1.2/§1.4 (read from vLLM's model files), and the bytes read per step."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from advisor.arch.model import ModelArch
+from advisor.catalog import lookup
+from advisor.cost.features import Features, plan_features
+from advisor.cost.plan import Plan
+from advisor.cost.predict import make_case
+from advisor.cost.workload import Settings
+from advisor.hardware import HardwareProfile, load_profile
+
+KIMI = "moonshotai/Kimi-K2.5"
+MINIMAX = "MiniMaxAI/MiniMax-M2.5"
+
+
+@pytest.fixture(scope="module")
+def hw() -> HardwareProfile:
+    return load_profile("rtx-pro-6000-server")
+
+
+def arch(model: str) -> ModelArch:
+    entry = lookup(model)
+    assert entry is not None, model
+    return entry.arch
+
+
+def feats(model: str, plan: Plan, hw: HardwareProfile) -> Features:
+    case = make_case(arch(model), plan, hw, Settings())
+    assert case.invalid is None and case.memory is not None, case.reason
+    return Features.stack([plan_features(case.arch, plan, hw, Settings(), case.weights, case.memory)])
+
+
+def payload_per_token(f: Features) -> float:
+    """Bytes handed to the allreduces for one token: [1, H] BF16 per big call, [1, 2] fp32 per tiny one."""
+    return float(f.ar_calls[0] * f.hidden[0] * 2 + f.tiny_ar_calls[0] * 8)
+
+
+def test_kimi_tp8_makes_123_allreduces(hw: HardwareProfile) -> None:
+    # deepseek_v2.py: o_proj + MoE (or dense down_proj) per layer, 61 layers, + embedding = 61*2+1
+    f = feats(KIMI, Plan(tp=8), hw)
+    assert f.ar_calls[0] == 61 * 2 + 1 == 123
+    assert f.tiny_ar_calls[0] == 0
+
+
+@pytest.mark.parametrize("plan", [Plan(tp=4), Plan(tp=8, ep=8)])
+def test_minimax_makes_187_calls(hw: HardwareProfile, plan: Plan) -> None:
+    # minimax_m2.py: QK-norm variance AR ([T,2] fp32) + o_proj + MoE per layer, 62 layers, + embedding.
+    # EP with DP=1 keeps the MoE allreduce (formulas.md §2.2 A)
+    f = feats(MINIMAX, plan, hw)
+    assert f.ar_calls[0] == 124 + 1
+    assert f.tiny_ar_calls[0] == 62
+    assert f.ar_calls[0] + f.tiny_ar_calls[0] == 187
+    assert f.a2a_layers[0] == 0
+
+
+@pytest.mark.parametrize("model,calls", [
+    ("deepseek-ai/DeepSeek-V3", 123), ("meta-llama/Llama-3.1-70B", 161), ("Qwen/Qwen3-235B-A22B", 189),
+])
+def test_allreduce_calls_match_formulas_table(hw: HardwareProfile, model: str, calls: int) -> None:
+    # formulas.md §1.4: L x n_AR + 1
+    f = feats(model, Plan(tp=8) if "DeepSeek" in model else Plan(tp=4), hw)
+    assert f.ar_calls[0] + f.tiny_ar_calls[0] == calls
+
+
+def test_allreduce_payload_kimi_vs_minimax(hw: HardwareProfile) -> None:
+    # formulas.md surprise 1: the gap is hidden size (7168 vs 3072), ~2.3x per token
+    kimi = payload_per_token(feats(KIMI, Plan(tp=8), hw))
+    minimax = payload_per_token(feats(MINIMAX, Plan(tp=4), hw))
+    assert kimi / minimax == pytest.approx(2.3, abs=0.05)
+    # formulas.md §1.4 table: 1.76 MB and 0.77 MB per token per forward (incl. the embedding's 2H)
+    assert kimi == pytest.approx(1.76e6, rel=0.01)
+    assert minimax == pytest.approx(0.77e6, rel=0.01)
+
+
+def test_no_collectives_without_tp(hw: HardwareProfile) -> None:
+    f = feats("meta-llama/Llama-3.1-8B", Plan(tp=1), hw)
+    assert f.ar_calls[0] == 0 and f.tiny_ar_calls[0] == 0 and f.a2a_layers[0] == 0
+
+
+def test_dp_attention_ep_uses_dispatch_combine(hw: HardwareProfile) -> None:
+    # formulas.md §2.2 B: DP8 TP1 EP8 has no TP allreduce; each MoE layer dispatches and combines
+    k = arch(KIMI)
+    assert k.moe is not None
+    f = feats(KIMI, Plan(tp=1, dp=8, ep=8), hw)
+    assert f.ar_calls[0] == 0
+    assert f.a2a_layers[0] == k.moe.moe_layers
+    assert f.dispatch_bytes[0] == 2.0  # INT4 W4A16 experts take BF16 activations
+
+
+def test_block_fp8_dispatch_is_quantized(hw: HardwareProfile) -> None:
+    # naive_dp_ep.py:_quantize_and_setup_dispatch: FP8 + one fp32 scale per 128
+    f = feats(MINIMAX, Plan(tp=1, dp=8, ep=8), hw)
+    assert f.dispatch_bytes[0] == pytest.approx(1 + 4 / 128)
+
+
+def test_dense_weight_bytes_read_per_step(hw: HardwareProfile, configs_dir: Path) -> None:
+    # Llama-3.1-8B at TP1 reads every matrix but the embedding table (a gather, not a read) each step
+    c = json.loads((configs_dir / "meta-llama--Llama-3.1-8B.json").read_text())
+    H, L, I, V = c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"], c["vocab_size"]
+    nh, kv = c["num_attention_heads"], c["num_key_value_heads"]
+    hd = H // nh
+    params = L * (H * (nh + 2 * kv) * hd + nh * hd * H) + L * 3 * H * I + (2 * L + 1) * H + V * H
+    f = feats("meta-llama/Llama-3.1-8B", Plan(tp=1), hw)
+    assert f.dense_w_bytes[0] == pytest.approx(params * 2, rel=1e-9)
+    assert f.moe_layers[0] == 0 and f.expert_bytes[0] == 0
+
+
+def test_expert_bytes_under_tp_and_ep(hw: HardwareProfile) -> None:
+    # TP8 holds 1/8 of every expert; EP8 holds whole experts (formulas.md §7)
+    tp = feats(KIMI, Plan(tp=8), hw)
+    ep = feats(KIMI, Plan(tp=8, ep=8), hw)
+    assert ep.expert_bytes[0] == pytest.approx(8 * tp.expert_bytes[0])
+    k = arch(KIMI)
+    assert k.moe is not None
+    routed = sum(w.bytes for w in k.weights if w.name == "routed_experts")
+    assert ep.expert_bytes[0] == pytest.approx(routed / (k.moe.num_experts * k.moe.moe_layers))
+
+
+def test_mla_kv_feature_is_replicated(hw: HardwareProfile) -> None:
+    # 61 layers x (kv_lora_rank 512 + rope 64) x 2 bytes on every rank, at any TP (formulas.md §1.3)
+    assert feats(KIMI, Plan(tp=8), hw).kv_full[0] == feats(KIMI, Plan(tp=4), hw).kv_full[0] == 61 * 576 * 2

@@ -1,0 +1,239 @@
+"""Step time, TTFT, TPOT and throughput (advisor/cost/timing.py, predict.evaluate): pure functions checked
+against hand computation from config.json and spec-sheet numbers, and the behaviour the physics demands
+(DESIGN.md §4; formulas.md §1.4 padding, §7 touched experts). Uncalibrated priors (Terms())."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from advisor.arch.model import ModelArch
+from advisor.catalog import lookup
+from advisor.cost.features import Features, plan_features
+from advisor.cost.plan import Plan
+from advisor.cost.predict import Case, evaluate, make_case
+from advisor.cost.terms import Terms
+from advisor.cost.timing import comm_fn, forward_time, pad_tokens
+from advisor.cost.workload import Settings
+from advisor.hardware import HardwareProfile, load_profile
+
+KIMI = "moonshotai/Kimi-K2.5"
+KIMI_NVFP4 = "nvidia/Kimi-K2.5-NVFP4"
+MINIMAX = "MiniMaxAI/MiniMax-M2.5"
+LLAMA8 = "meta-llama/Llama-3.1-8B"
+LLAMA70 = "meta-llama/Llama-3.1-70B"
+TERMS = Terms()
+
+
+@pytest.fixture(scope="module")
+def hw() -> HardwareProfile:
+    return load_profile("rtx-pro-6000-server")
+
+
+def arch(model: str) -> ModelArch:
+    entry = lookup(model)
+    assert entry is not None, model
+    return entry.arch
+
+
+def case(model: str, plan: Plan, hw: HardwareProfile) -> Case:
+    c = make_case(arch(model), plan, hw, Settings())
+    assert c.runs, c.reason
+    return c
+
+
+def feats(model: str, plan: Plan, hw: HardwareProfile) -> Features:
+    c = case(model, plan, hw)
+    assert c.memory is not None
+    return Features.stack([plan_features(c.arch, plan, hw, Settings(), c.weights, c.memory)])
+
+
+def step(F: Features, hw: HardwareProfile, tokens: float, ctx: float = 0.0, decode: bool = True,
+         terms: Terms = TERMS) -> dict[str, np.ndarray]:
+    return forward_time(F, hw, terms, comm_fn(hw, "vllm"), np.array([float(tokens)]), np.array([float(ctx)]),
+                        decode)
+
+
+def run(model: str, plan: Plan, hw: HardwareProfile, conc: list[int], lengths: list[tuple[int, int]]
+        ) -> dict[str, Any]:
+    c = case(model, plan, hw)
+    i, o = zip(*lengths, strict=True)
+    out = evaluate([c], hw, Settings(), TERMS, np.array(conc), np.array(i), np.array(o))
+    return {k: v[0] for k, v in out.items()}
+
+
+# --- CUDA-graph padding (vllm/config/vllm.py:_set_cudagraph_sizes) -------------------------------------
+
+
+@pytest.mark.parametrize("tokens,padded", [(1, 1), (2, 2), (3, 4), (4, 4), (5, 8), (8, 8), (9, 16), (17, 24),
+                                           (255, 256), (256, 256), (257, 272), (300, 304)])
+def test_pad_tokens(tokens: int, padded: int) -> None:
+    assert pad_tokens(np.array([float(tokens)]))[0] == padded
+
+
+# --- decode roofline terms ---------------------------------------------------------------------------
+
+
+def test_spec_bandwidth(hw: HardwareProfile) -> None:
+    # shared/data/hardware.md: 1.792 TB/s (AIConfigurator rtx_pro_6000_server.yaml)
+    assert hw.gpu.mem_bw_bytes_per_s == pytest.approx(1.792e12)
+
+
+def test_dense_weights_term_at_batch_one(hw: HardwareProfile, configs_dir: Path) -> None:
+    c = json.loads((configs_dir / "meta-llama--Llama-3.1-8B.json").read_text())
+    H, L, I, V = c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"], c["vocab_size"]
+    nh, kv = c["num_attention_heads"], c["num_key_value_heads"]
+    hd = H // nh
+    read = 2 * (L * (H * (nh + 2 * kv) * hd + nh * hd * H) + L * 3 * H * I + (2 * L + 1) * H + V * H)
+    got = step(feats(LLAMA8, Plan(tp=1), hw), hw, 1)
+    assert got["weights"][0] == pytest.approx(read / (1.792e12 * 0.8), rel=1e-9)
+    # 15 GB of BF16 weights at 1.43 TB/s: ~10.5 ms per token, the rest of the step is small at B=1
+    assert 0.009 < got["weights"][0] < 0.012
+    assert got["compute"][0] == 0 and got["comm"][0] == 0
+
+
+def touched_experts(F: Features, hw: HardwareProfile, tokens: float) -> float:
+    """Distinct experts read per MoE layer, recovered from the weights term."""
+    bw = hw.gpu.mem_bw_bytes_per_s * TERMS.mem_bw_eff
+    w = step(F, hw, tokens)["weights"][0] * bw
+    return float((w - F.dense_w_bytes[0]) / (F.moe_layers[0] * F.expert_bytes[0]))
+
+
+def test_touched_experts_at_batch_one_is_top_k(hw: HardwareProfile) -> None:
+    assert touched_experts(feats(KIMI, Plan(tp=8), hw), hw, 1) == pytest.approx(8)
+
+
+def test_touched_experts_approach_all_at_large_batch(hw: HardwareProfile) -> None:
+    F = feats(KIMI, Plan(tp=8), hw)
+    big = touched_experts(F, hw, 4096)
+    assert 383 < big <= 384
+    series = [touched_experts(F, hw, b) for b in (1, 4, 16, 64, 256)]
+    assert series == sorted(series)
+
+
+@pytest.mark.parametrize("model,plan,batch,expected", [
+    (MINIMAX, Plan(tp=4), 8, 57.4), (MINIMAX, Plan(tp=4), 32, 163), (KIMI, Plan(tp=8), 8, 59.5),
+    (KIMI, Plan(tp=8), 128, 358),
+])
+def test_touched_experts_match_formulas_table(hw: HardwareProfile, model: str, plan: Plan, batch: int,
+                                              expected: float) -> None:
+    # formulas.md §7 table (uniform routing): E=256,k=8 and E=384,k=8
+    assert touched_experts(feats(model, plan, hw), hw, batch) == pytest.approx(expected, rel=0.005)
+
+
+def test_ep_reads_local_experts_only(hw: HardwareProfile) -> None:
+    # EP8: each GPU holds 32 of MiniMax's 256 experts; at B=1 it reads 8/8 = 1 of them on average
+    F = feats(MINIMAX, Plan(tp=8, ep=8), hw)
+    assert touched_experts(F, hw, 1) == pytest.approx(1.0)
+
+
+def test_comm_is_zero_without_parallelism(hw: HardwareProfile) -> None:
+    for tokens in (1, 64, 4096):
+        assert step(feats(LLAMA8, Plan(tp=1), hw), hw, tokens)["comm"][0] == 0
+
+
+def test_comm_per_step_matches_call_floor(hw: HardwareProfile) -> None:
+    # formulas.md §5: 123-187 NCCL calls per step at tens of us each on PCIe -> several ms per token
+    kimi = step(feats(KIMI, Plan(tp=8), hw), hw, 1)["comm"][0]
+    minimax = step(feats(MINIMAX, Plan(tp=4), hw), hw, 1)["comm"][0]
+    assert 0.002 < minimax < 0.010 and 0.002 < kimi < 0.010
+
+
+def test_breakdown_sums_to_total(hw: HardwareProfile) -> None:
+    got = step(feats(KIMI, Plan(tp=8), hw), hw, 32, ctx=2048)
+    parts = sum(got[k] for k in ("weights", "kv", "compute", "comm", "overhead"))
+    assert got["total"][0] == pytest.approx(parts[0])
+    assert all(got[k][0] >= 0 for k in got)
+
+
+def test_higher_bandwidth_efficiency_is_faster(hw: HardwareProfile) -> None:
+    F = feats(LLAMA70, Plan(tp=4), hw)
+    slow = step(F, hw, 1, 1024, terms=Terms(mem_bw_eff=0.5))["total"][0]
+    fast = step(F, hw, 1, 1024, terms=Terms(mem_bw_eff=0.9))["total"][0]
+    assert fast < slow
+
+
+def test_prefill_is_compute_bound(hw: HardwareProfile) -> None:
+    got = step(feats(LLAMA8, Plan(tp=1), hw), hw, 8192, ctx=4096, decode=False)
+    assert got["compute"][0] > got["weights"][0]
+    assert got["kv"][0] == 0
+
+
+def test_prefill_logits_gather_is_one_row_per_request(hw: HardwareProfile) -> None:
+    # formulas.md §1.1: the logits all-gather moves T_sampled rows (1 per request in prefill), not every
+    # prompt token. A single 8192-token prompt's chunk must cost (almost) the same whatever the vocab.
+    F = feats(KIMI, Plan(tp=8), hw)
+    small_vocab = Features(**{**vars(F), "vocab": np.ones_like(F.vocab)})
+    real = step(F, hw, 8192, ctx=4096, decode=False)["comm"][0]
+    tiny = step(small_vocab, hw, 8192, ctx=4096, decode=False)["comm"][0]
+    gather_one_row = comm_fn(hw, "vllm")("allgather", np.array([F.vocab[0] * 2]), 8)[0]
+    assert real - tiny <= 2 * gather_one_row
+
+
+# --- serving behaviour -------------------------------------------------------------------------------
+
+CONC = [1, 2, 4, 8, 16, 32, 64, 128]
+
+
+def test_tpot_grows_with_concurrency(hw: HardwareProfile) -> None:
+    for model, plan in ((KIMI, Plan(tp=8)), (MINIMAX, Plan(tp=4)), (LLAMA70, Plan(tp=4))):
+        tpot = run(model, plan, hw, CONC, [(1024, 1024)])["tpot_s"][:, 0]
+        assert np.all(np.diff(tpot) >= 0), model
+        assert tpot[-1] > 1.5 * tpot[0], model
+
+
+def test_throughput_grows_until_kv_capacity(hw: HardwareProfile) -> None:
+    # Llama-3.1-70B TP2 holds only a few 33k-token sequences: throughput rises, then stays at the cap
+    conc = [1, 2, 4, 8, 16, 32, 64]
+    got = run(LLAMA70, Plan(tp=2), hw, conc, [(32768, 1024)])
+    running, tok_s = got["running"][:, 0], got["output_tok_s"][:, 0]
+    cap = float(np.floor(got["feat_max_running"]))
+    assert 1 <= cap < 16
+    assert np.all(running <= cap)
+    below = np.array(conc) <= cap
+    assert np.all(np.diff(tok_s[below]) > 0)
+    assert np.allclose(tok_s[~below], tok_s[~below][0])
+    # queueing shows up in TTFT, not in throughput
+    assert np.all(np.diff(got["ttft_s"][:, 0][~below]) > 0)
+
+
+def test_throughput_grows_with_concurrency_when_kv_is_plenty(hw: HardwareProfile) -> None:
+    tok_s = run(MINIMAX, Plan(tp=4), hw, CONC, [(1024, 1024)])["output_tok_s"][:, 0]
+    assert np.all(np.diff(tok_s) > 0)
+
+
+def test_ttft_grows_with_input_length(hw: HardwareProfile) -> None:
+    lengths = [(128, 128), (1024, 128), (8192, 128), (32768, 128)]
+    for model, plan in ((LLAMA8, Plan(tp=1)), (KIMI, Plan(tp=8))):
+        ttft = run(model, plan, hw, [1], lengths)["ttft_s"][0]
+        assert np.all(np.diff(ttft) > 0), model
+
+
+def test_sweep_point_does_not_depend_on_other_points(hw: HardwareProfile) -> None:
+    # A (concurrency, lengths) point must not change when longer sequences are added to the same sweep:
+    # how many 2k-token sequences fit is not limited by the KV a 33k-token sequence would need.
+    alone = run(LLAMA70, Plan(tp=2), hw, [64], [(1024, 1024)])
+    mixed = run(LLAMA70, Plan(tp=2), hw, [64], [(1024, 1024), (32768, 1024)])
+    assert mixed["output_tok_s"][0, 0] == pytest.approx(alone["output_tok_s"][0, 0], rel=1e-9)
+    assert mixed["running"][0, 0] == alone["running"][0, 0]
+
+
+# --- case study ordering (DESIGN.md §5), uncalibrated -------------------------------------------------
+
+
+def test_minimax_tp4_beats_kimi_nvfp4_tp8_single_user(hw: HardwareProfile) -> None:
+    # measured 11.9 ms vs 16.4 ms per token (shared/data/bench/case_study.csv)
+    mm = run(MINIMAX, Plan(tp=4), hw, [1], [(1024, 512)])["tpot_s"][0, 0]
+    kimi = run(KIMI_NVFP4, Plan(tp=8), hw, [1], [(1024, 512)])["tpot_s"][0, 0]
+    assert mm < kimi
+
+
+def test_minimax_ep8_out_serves_kimi_at_128_users(hw: HardwareProfile) -> None:
+    # measured ~4000 vs 1239 tok/s at 128 users (shared/data/bench/case_study.csv)
+    mm = run(MINIMAX, Plan(tp=8, ep=8), hw, [128], [(1024, 1024)])["output_tok_s"][0, 0]
+    kimi = run(KIMI_NVFP4, Plan(tp=8), hw, [128], [(1024, 1024)])["output_tok_s"][0, 0]
+    assert mm > kimi
