@@ -6,6 +6,7 @@ Timings are printed (run with `-s`) and kept in pytest-benchmark's JSON; nothing
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -36,7 +37,7 @@ def cases(hw: HardwareProfile) -> list[Case]:
     return build(hw)
 
 
-def test_bench_build_cases(benchmark, hw: HardwareProfile) -> None:  # type: ignore[no-untyped-def]
+def test_bench_build_cases(benchmark: Any, hw: HardwareProfile) -> None:
     t0 = time.perf_counter()
     got = benchmark(build, hw)
     models = {c.arch.model for c in got}
@@ -52,7 +53,7 @@ def test_bench_build_cases(benchmark, hw: HardwareProfile) -> None:  # type: ign
     assert all(c.plan.gpus <= hw.topology.num_gpus for c in got)
 
 
-def test_bench_sweep(benchmark, hw: HardwareProfile, cases: list[Case]) -> None:  # type: ignore[no-untyped-def]
+def test_bench_sweep(benchmark: Any, hw: HardwareProfile, cases: list[Case]) -> None:
     out = benchmark(evaluate, cases, hw, Settings(), Terms(), CONCURRENCY, INPUT, OUTPUT)
     P, C, L = len(cases), len(CONCURRENCY), len(LENGTHS)
     points = P * C * L

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from advisor.arch.model import ModelArch
@@ -13,6 +14,7 @@ from advisor.catalog import lookup
 from advisor.cost.features import Features, plan_features
 from advisor.cost.plan import Plan
 from advisor.cost.predict import make_case
+from advisor.cost.timing import max_running
 from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile, load_profile
 
@@ -103,10 +105,10 @@ def test_block_fp8_dispatch_is_quantized(hw: HardwareProfile) -> None:
 def test_dense_weight_bytes_read_per_step(hw: HardwareProfile, configs_dir: Path) -> None:
     # Llama-3.1-8B at TP1 reads every matrix but the embedding table (a gather, not a read) each step
     c = json.loads((configs_dir / "meta-llama--Llama-3.1-8B.json").read_text())
-    H, L, I, V = c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"], c["vocab_size"]
+    H, L, inter, V = c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"], c["vocab_size"]
     nh, kv = c["num_attention_heads"], c["num_key_value_heads"]
     hd = H // nh
-    params = L * (H * (nh + 2 * kv) * hd + nh * hd * H) + L * 3 * H * I + (2 * L + 1) * H + V * H
+    params = L * (H * (nh + 2 * kv) * hd + nh * hd * H) + L * 3 * H * inter + (2 * L + 1) * H + V * H
     f = feats("meta-llama/Llama-3.1-8B", Plan(tp=1), hw)
     assert f.dense_w_bytes[0] == pytest.approx(params * 2, rel=1e-9)
     assert f.moe_layers[0] == 0 and f.expert_bytes[0] == 0
@@ -126,3 +128,12 @@ def test_expert_bytes_under_tp_and_ep(hw: HardwareProfile) -> None:
 def test_mla_kv_feature_is_replicated(hw: HardwareProfile) -> None:
     # 61 layers x (kv_lora_rank 512 + rope 64) x 2 bytes on every rank, at any TP (formulas.md §1.3)
     assert feats(KIMI, Plan(tp=8), hw).kv_full[0] == feats(KIMI, Plan(tp=4), hw).kv_full[0] == 61 * 576 * 2
+
+
+@pytest.mark.parametrize("plan", [Plan(tp=4), Plan(tp=4, pp=2), Plan(tp=2, pp=4), Plan(tp=4, dp=2)])
+def test_running_sequences_agree_with_memory_fit(hw: HardwareProfile, plan: Plan) -> None:
+    # how many max-model-len sequences one DP rank runs is what memory_fit says fits (per GPU of one stage)
+    case = make_case(arch("meta-llama/Llama-3.1-70B"), plan, hw, Settings())
+    assert case.runs and case.memory is not None
+    F = Features.stack([plan_features(case.arch, plan, hw, Settings(), case.weights, case.memory)])
+    assert int(max_running(F, np.array([case.memory.max_model_len]))[0]) * plan.dp == case.memory.max_concurrency

@@ -52,12 +52,12 @@ def test_capacity_is_the_96gb_card(hw: HardwareProfile) -> None:
 
 def test_llama70b_tp4_by_hand(hw: HardwareProfile, configs_dir: Path) -> None:
     c = config(configs_dir, LLAMA70)
-    H, L, I, V = c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"], c["vocab_size"]
+    H, L, inter, V = c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"], c["vocab_size"]
     nh, kv = c["num_attention_heads"], c["num_key_value_heads"]
     hd = c.get("head_dim") or H // nh
     assert not c["tie_word_embeddings"] and c["torch_dtype"] == "bfloat16"
     attn = L * (H * (nh + 2 * kv) * hd + nh * hd * H)  # q, k, v, o
-    mlp = L * 3 * H * I  # gate, up, down
+    mlp = L * 3 * H * inter  # gate, up, down
     norms = (2 * L + 1) * H  # two per layer + final (replicated on every rank)
     embed = V * H  # embed_tokens and lm_head, vocab-parallel
     tp = 4

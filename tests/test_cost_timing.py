@@ -17,7 +17,7 @@ from advisor.cost.features import Features, plan_features
 from advisor.cost.plan import Plan
 from advisor.cost.predict import Case, evaluate, make_case
 from advisor.cost.terms import Terms
-from advisor.cost.timing import comm_fn, forward_time, pad_tokens
+from advisor.cost.timing import comm_fn, forward_time, max_running, pad_tokens
 from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile, load_profile
 
@@ -53,9 +53,10 @@ def feats(model: str, plan: Plan, hw: HardwareProfile) -> Features:
 
 
 def step(F: Features, hw: HardwareProfile, tokens: float, ctx: float = 0.0, decode: bool = True,
-         terms: Terms = TERMS) -> dict[str, np.ndarray]:
+         terms: Terms = TERMS, sampled: float | None = None) -> dict[str, np.ndarray]:
+    rows = None if sampled is None else np.array([float(sampled)])
     return forward_time(F, hw, terms, comm_fn(hw, "vllm"), np.array([float(tokens)]), np.array([float(ctx)]),
-                        decode)
+                        decode, rows)
 
 
 def run(model: str, plan: Plan, hw: HardwareProfile, conc: list[int], lengths: list[tuple[int, int]]
@@ -85,10 +86,10 @@ def test_spec_bandwidth(hw: HardwareProfile) -> None:
 
 def test_dense_weights_term_at_batch_one(hw: HardwareProfile, configs_dir: Path) -> None:
     c = json.loads((configs_dir / "meta-llama--Llama-3.1-8B.json").read_text())
-    H, L, I, V = c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"], c["vocab_size"]
+    H, L, inter, V = c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"], c["vocab_size"]
     nh, kv = c["num_attention_heads"], c["num_key_value_heads"]
     hd = H // nh
-    read = 2 * (L * (H * (nh + 2 * kv) * hd + nh * hd * H) + L * 3 * H * I + (2 * L + 1) * H + V * H)
+    read = 2 * (L * (H * (nh + 2 * kv) * hd + nh * hd * H) + L * 3 * H * inter + (2 * L + 1) * H + V * H)
     got = step(feats(LLAMA8, Plan(tp=1), hw), hw, 1)
     assert got["weights"][0] == pytest.approx(read / (1.792e12 * 0.8), rel=1e-9)
     # 15 GB of BF16 weights at 1.43 TB/s: ~10.5 ms per token, the rest of the step is small at B=1
@@ -145,8 +146,8 @@ def test_comm_per_step_matches_call_floor(hw: HardwareProfile) -> None:
 
 def test_breakdown_sums_to_total(hw: HardwareProfile) -> None:
     got = step(feats(KIMI, Plan(tp=8), hw), hw, 32, ctx=2048)
-    parts = sum(got[k] for k in ("weights", "kv", "compute", "comm", "overhead"))
-    assert got["total"][0] == pytest.approx(parts[0])
+    parts = sum(float(got[k][0]) for k in ("weights", "kv", "compute", "comm", "overhead"))
+    assert got["total"][0] == pytest.approx(parts)
     assert all(got[k][0] >= 0 for k in got)
 
 
@@ -168,8 +169,9 @@ def test_prefill_logits_gather_is_one_row_per_request(hw: HardwareProfile) -> No
     # prompt token. A single 8192-token prompt's chunk must cost (almost) the same whatever the vocab.
     F = feats(KIMI, Plan(tp=8), hw)
     small_vocab = Features(**{**vars(F), "vocab": np.ones_like(F.vocab)})
-    real = step(F, hw, 8192, ctx=4096, decode=False)["comm"][0]
-    tiny = step(small_vocab, hw, 8192, ctx=4096, decode=False)["comm"][0]
+    # one request in the chunk -> one sampled row (serve() passes chunk / input_len rows)
+    real = step(F, hw, 8192, ctx=4096, decode=False, sampled=1)["comm"][0]
+    tiny = step(small_vocab, hw, 8192, ctx=4096, decode=False, sampled=1)["comm"][0]
     gather_one_row = comm_fn(hw, "vllm")("allgather", np.array([F.vocab[0] * 2]), 8)[0]
     assert real - tiny <= 2 * gather_one_row
 
@@ -191,7 +193,8 @@ def test_throughput_grows_until_kv_capacity(hw: HardwareProfile) -> None:
     conc = [1, 2, 4, 8, 16, 32, 64]
     got = run(LLAMA70, Plan(tp=2), hw, conc, [(32768, 1024)])
     running, tok_s = got["running"][:, 0], got["output_tok_s"][:, 0]
-    cap = float(np.floor(got["feat_max_running"]))
+    F = feats(LLAMA70, Plan(tp=2), hw)
+    cap = float(max_running(F, np.array([32768 + 1024]))[0])
     assert 1 <= cap < 16
     assert np.all(running <= cap)
     below = np.array(conc) <= cap

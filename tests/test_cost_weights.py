@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.arch.model import ModelArch
+from advisor.arch.model import ModelArch, WeightGroup
 from advisor.catalog import lookup
 from advisor.cost.plan import Plan
 from advisor.cost.weights import per_gpu_bytes, requantize, weights_per_gpu
@@ -20,11 +20,11 @@ def arch(model: str) -> ModelArch:
     return entry.arch
 
 
-def fmts(weights: tuple) -> dict[str, str]:  # type: ignore[type-arg]
+def fmts(weights: tuple[WeightGroup, ...]) -> dict[str, str]:
     return {w.name: w.fmt for w in weights}
 
 
-def total(weights: tuple) -> float:  # type: ignore[type-arg]
+def total(weights: tuple[WeightGroup, ...]) -> float:
     return sum(w.bytes for w in weights)
 
 

@@ -100,19 +100,43 @@ class _Cache:
         return self.hws[ref]
 
 
+# Checkpoint-name suffixes that change weights or tuning but not the architecture: a re-quantized or
+# instruct-tuned repo (nvidia/DeepSeek-R1-NVFP4, meta-llama/Llama-3.1-8B-Instruct) has its base model's
+# config.json shapes; the quantization is then given by the suffix's weight_dtype.
+_SUFFIX_DTYPE = {"-nvfp4": "nvfp4", "-fp4": "nvfp4", "-fp8": "fp8", "-instruct": None}
+
+
+def _strip(name: str) -> tuple[str, str | None]:
+    """Lower-case model name (after the org) without known suffixes, and the dtype a suffix implies."""
+    base, dtype = name.rsplit("/", 1)[-1].lower(), None
+    changed = True
+    while changed:
+        changed = False
+        for suffix, dt in _SUFFIX_DTYPE.items():
+            if base.endswith(suffix):
+                base, dtype, changed = base[: -len(suffix)], dtype or dt, True
+    return base, dtype
+
+
 def _resolve(ref: str) -> Any:
-    """ModelArch from the bundled catalog (fast, offline), else local path / Hub; a str reason when none."""
+    """(ModelArch, note, implied weight dtype) from the bundled catalog (fast, offline), else local path / Hub,
+    else the catalog's base model of a suffixed checkpoint name; a str reason when none."""
     from advisor import catalog
 
     entry = catalog.lookup(ref)
     if entry is not None:
-        return entry.arch
+        return entry.arch, None, None
     from advisor.arch.sources import resolve
 
     try:
-        return resolve(ref).arch
+        return resolve(ref).arch, None, None
     except AdvisorError as err:
-        return f"unknown model: {err}"
+        reason = f"unknown model: {err}"
+    base, dtype = _strip(ref)
+    for e in catalog.all_entries():
+        if _strip(e.id)[0] == base and base != ref.lower():
+            return e.arch, f"{ref} not available: used the architecture of {e.id} (name minus suffix)", dtype
+    return reason
 
 
 def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measurement, engine: str,
@@ -128,7 +152,7 @@ def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measureme
         result = f"{inp}+{out} tokens exceed the model's context of {arch.max_context}"
     else:
         settings = Settings(weight_dtype=row.weight_dtype, engine=engine,  # type: ignore[arg-type]
-                            max_model_len=max(inp + out, min(arch.max_context, 32768)))
+                            max_model_len=inp + out)  # the run needed at least this
         try:
             case = make_case(arch, Plan(tp=row.tp, pp=row.pp, dp=row.dp, ep=row.ep), hw, settings)
         except (AdvisorError, ValueError) as err:
@@ -137,7 +161,7 @@ def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measureme
             result = f"plan {case.plan.label()} cannot run: {case.reason}"
         elif case is not None:
             assert case.memory is not None
-            result = plan_features(arch, case.plan, hw, settings, case.weights, case.memory, inp, out)
+            result = plan_features(arch, case.plan, hw, settings, case.weights, case.memory)
     cache.feats[key] = result
     return result
 
@@ -158,10 +182,15 @@ def prepare(rows: list[Measurement]) -> tuple[list[RowPrediction], dict[tuple[st
             p.notes.append(f"output_len unknown: assumed {DEFAULT_OUTPUT_LEN}")
         if row.engine == "trtllm":
             p.notes.append("trtllm predicted with vLLM physics; fitted trtllm terms absorb the difference")
-        arch, hw = cache.arch(row.model), cache.hw(row.hardware)
-        if isinstance(arch, str) or isinstance(hw, str):
-            p.reason = arch if isinstance(arch, str) else str(hw)
+        found, hw = cache.arch(row.model), cache.hw(row.hardware)
+        if isinstance(found, str) or isinstance(hw, str):
+            p.reason = found if isinstance(found, str) else str(hw)
             continue
+        arch, note, implied = found
+        if note:
+            p.notes.append(note)
+        if row.weight_dtype is None and implied is not None:
+            row = row.model_copy(update={"weight_dtype": implied})
         p.layers = arch.num_layers
         feats = _case_features(cache, arch, hw, row, PHYSICS_ENGINE[engine_label(row)], p.input_len,
                                p.output_len)

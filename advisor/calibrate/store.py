@@ -89,3 +89,19 @@ def _nearest(hw: HardwareProfile, engine: str) -> str | None:
         if score and (best is None or score > best[0]):
             best = (score, other)
     return best[1] if best else None
+
+
+def write_calibration(cal: Calibration, path: Path) -> None:
+    """Write atomically (temp file in the same folder, then os.replace): a failure leaves `path` untouched."""
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(cal.model_dump(mode="json"), indent=2) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -10,6 +10,7 @@ import typer
 
 from advisor.commands import _options as opt
 from advisor.commands._common import print_json, require
+from advisor.cost.workload import DEFAULT_MAX_MODEL_LEN
 from advisor.errors import AdvisorError
 
 CSV_COLUMNS = ("rank", "model", "plan", "fits", "score", "ttft_ms", "tpot_ms", "per_user_tok_s", "output_tok_s",
@@ -50,11 +51,18 @@ def register(app: typer.Typer) -> None:
                     "needs --max-tpot-ms and/or --max-ttft-ms")
         for flag, v in (("--max-tpot-ms", max_tpot_ms), ("--max-ttft-ms", max_ttft_ms)):
             require(v is None or v > 0, flag, f"{v} must be > 0")
+        for flag, n in (("--concurrency", concurrency), ("--input-len", input_len), ("--output-len", output_len)):
+            require(n >= 1, flag, f"{n} must be >= 1")  # global: checked once, before any model
         require(not (json_out and csv_out), "--json/--csv", "choose one output form")
         if plot is not None:
             require(plot.lower().endswith((".png", ".svg")), "--plot", f"{plot}: give a .png or .svg file name")
         profile = opt.hardware(hw, gpus)
-        settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine)
+        # Without --max-model-len the default context (min(model max, 32768)) must still hold one request,
+        # else the printed `vllm serve --max-model-len` would refuse it; models too short are dropped below.
+        serve_len = max_model_len
+        if serve_len is None and input_len + output_len > DEFAULT_MAX_MODEL_LEN:
+            serve_len = input_len + output_len
+        settings = opt.settings(serve_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine)
         resolved, unknown = _resolve_all(models)
         good = []
         for r in resolved:
@@ -68,7 +76,8 @@ def register(app: typer.Typer) -> None:
         q = Query(objective, concurrency, input_len, output_len, max_tpot_ms, max_ttft_ms)
         rows, unfit = do_rank(good, profile, settings, terms, q, calibrated, gpus, all_plans)
         if not rows:
-            why = "; ".join(f"{d['model']}: {d['reason']}" for d in unknown + unfit)
+            why = "; ".join(d["reason"] if d["reason"].startswith(d["model"]) else f"{d['model']}: {d['reason']}"
+                            for d in unknown + unfit)
             raise AdvisorError(f"nothing to rank: {why}")
         if plot is not None:
             from advisor.report.plots import rank_figure, save

@@ -51,7 +51,8 @@ class Features:
     tiny_ar_calls: np.ndarray
     a2a_layers: np.ndarray  # MoE layers exchanging tokens across DP ranks (dispatch + combine)
     dispatch_bytes: np.ndarray
-    max_running: np.ndarray  # sequences one DP rank can run (KV room and max_num_seqs)
+    kv_room: np.ndarray  # KV cache bytes on one GPU (one PP stage of one DP rank)
+    num_seqs: np.ndarray  # max_num_seqs
     fits: np.ndarray
 
     @staticmethod
@@ -60,9 +61,8 @@ class Features:
 
 
 def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settings,
-                  weights: tuple[WeightGroup, ...], mem: MemoryFit, input_len: int = 0,
-                  output_len: int = 0) -> dict[str, float]:
-    """One row of Features. `input_len + output_len` bounds how many sequences fit in the KV room."""
+                  weights: tuple[WeightGroup, ...], mem: MemoryFit) -> dict[str, float]:
+    """One row of Features."""
     t, moe = plan.tp, arch.moe
     rate = hw.gpu.dense_flops_per_s
     dense_w = dense_gemm = expert_total_bytes = expert_total_s = 0.0
@@ -92,9 +92,6 @@ def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Se
     n_experts = moe.num_experts if moe else 0
     moe_layers = moe.moe_layers if moe else 0
     per_expert_div = max(n_experts * moe_layers, 1)
-    seq_tokens = max(input_len + output_len, 1)
-    per_seq = kv_full * seq_tokens + kv_win * min(seq_tokens, window or seq_tokens) + arch.state_bytes_per_seq(t)
-    running = min(mem.kv_cache_bytes / per_seq if per_seq > 0 else 1e9, settings.num_seqs(hw.gpu.memory_bytes))
     dispatch = max((w.fmt for w in weights if w.shard == "expert"), key=lambda f: DISPATCH_BYTES.get(f, 2.0),
                    default="bf16")
     return {
@@ -109,5 +106,6 @@ def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Se
         "tiny_ar_calls": arch.tiny_allreduces_per_forward if t > 1 else 0,
         "a2a_layers": moe_layers if plan.dp > 1 else 0,
         "dispatch_bytes": DISPATCH_BYTES.get(dispatch, 2.0),
-        "max_running": max(running, 0.0), "fits": float(mem.fits),
+        "kv_room": max(mem.kv_cache_bytes, 0.0), "num_seqs": settings.num_seqs(hw.gpu.memory_bytes),
+        "fits": float(mem.fits),
     }

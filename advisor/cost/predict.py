@@ -58,8 +58,7 @@ def evaluate(cases: list[Case], hw: HardwareProfile, settings: Settings, terms: 
     rows = []
     for c in cases:
         assert c.memory is not None
-        rows.append(plan_features(c.arch, c.plan, hw, settings, c.weights, c.memory,
-                                  int(np.max(input_len)), int(np.max(output_len))))
+        rows.append(plan_features(c.arch, c.plan, hw, settings, c.weights, c.memory))
     flat = Features.stack(rows)
     F = Features(**{k: v[:, None, None] for k, v in vars(flat).items()})
     batched = settings.batched_tokens(hw.gpu.memory_bytes)

@@ -51,9 +51,10 @@ def pad_tokens(t: np.ndarray) -> np.ndarray:
 
 
 def forward_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, tokens: np.ndarray,
-                 ctx: np.ndarray, decode: bool) -> dict[str, np.ndarray]:
+                 ctx: np.ndarray, decode: bool, sampled: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Seconds of one forward of `tokens` tokens per DP rank attending to `ctx` context each, split into
-    the breakdown terms. Arrays broadcast against the [P, 1, 1] features."""
+    the breakdown terms; `sampled` rows reach the logits (default: every token, as in decode). Arrays
+    broadcast against the [P, 1, 1] features."""
     bw = hw.gpu.mem_bw_bytes_per_s * terms.mem_bw_eff
     peak_bf16 = hw.gpu.dense_flops_per_s("bf16") * terms.flops_eff
     moe_tokens = tokens * F.dp  # the MoE of a DP group sees every rank's tokens
@@ -65,7 +66,7 @@ def forward_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, tok
     win_ctx = np.minimum(ctx, np.where(F.window > 0, F.window, ctx))
     kv = tokens * (ctx * F.kv_full + win_ctx * F.kv_win + F.state_bytes) / (bw if decode else np.inf)
     attn = tokens * (ctx * F.attn_full_flops + win_ctx * F.attn_win_flops) / peak_bf16
-    comm_t = collectives_time(F, comm, tokens) * terms.comm_latency_scale
+    comm_t = collectives_time(F, comm, tokens, tokens if sampled is None else sampled) * terms.comm_latency_scale
     overhead = F.layers * terms.layer_overhead_us * 1e-6 + terms.step_overhead_us * 1e-6
     compute = np.maximum(gemm - t_w, 0) + np.maximum(attn - kv, 0)
     parts = {"weights": t_w, "kv": kv, "compute": compute, "comm": comm_t, "overhead": overhead}
@@ -75,15 +76,16 @@ def forward_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, tok
     return out
 
 
-def collectives_time(F: Features, comm: Comm, tokens: np.ndarray) -> np.ndarray:
-    """TP allreduces of [T, H] BF16 (+ MiniMax's fp32 [T, 2]), the logits all-gather, MoE dispatch and
+def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.ndarray) -> np.ndarray:
+    """TP allreduces of [T, H] BF16 (+ MiniMax's fp32 [T, 2]), the logits all-gather of the sampled rows
+    only (one per request, `gpu_model_runner.py` logits_indices), MoE dispatch and
     combine across DP ranks (all-gather + reduce-scatter, vLLM's default backend), PP sends and the DP
     batch-size sync (formulas.md §1, §2.2-2.3)."""
     t = np.broadcast_to(pad_tokens(tokens), np.broadcast_shapes(np.shape(tokens), F.tp.shape))
     hb = t * F.hidden * 2
     total = F.ar_calls * _by_group(comm, "allreduce", hb, F.tp)
     total = total + F.tiny_ar_calls * _by_group(comm, "allreduce", t * 8, F.tp)
-    total = total + _by_group(comm, "allgather", t * F.vocab * 2, F.tp)
+    total = total + _by_group(comm, "allgather", np.maximum(sampled, 1) * F.vocab * 2, F.tp)
     n = F.tp * F.dp
     gathered = t * F.dp * F.hidden
     total = total + F.a2a_layers * (_by_group(comm, "allgather", gathered * F.dispatch_bytes, n)
@@ -92,11 +94,20 @@ def collectives_time(F: Features, comm: Comm, tokens: np.ndarray) -> np.ndarray:
     return total + _by_group(comm, "allreduce", 16 * F.dp + 0 * t, F.dp)
 
 
+def max_running(F: Features, seq_tokens: np.ndarray) -> np.ndarray:
+    """Sequences of `seq_tokens` one DP rank can hold: KV room / KV per sequence, capped by max_num_seqs.
+    KV features cover all PP stages; one GPU holds its stage's share."""
+    win = np.minimum(seq_tokens, np.where(F.window > 0, F.window, seq_tokens))
+    per_seq = (F.kv_full * seq_tokens + F.kv_win * win + F.state_bytes) / F.pp
+    fit = np.floor(F.kv_room / np.maximum(per_seq, 1e-9))
+    return np.minimum(fit, F.num_seqs)
+
+
 def serve(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, concurrency: np.ndarray,
           input_len: np.ndarray, output_len: np.ndarray, batched_tokens: int) -> dict[str, np.ndarray]:
     """TTFT, TPOT, tok/s for `concurrency` users with fixed lengths; shapes broadcast to [P, C, L]."""
     users = np.ceil(concurrency / F.dp)
-    running = np.maximum(np.minimum(users, np.floor(F.max_running)), 1.0)
+    running = np.maximum(np.minimum(users, max_running(F, input_len + output_len)), 1.0)
     micro = np.maximum(running / F.pp, 1.0)  # PP keeps up to pp micro-batches in flight
     ctx = input_len + output_len / 2
     step = forward_time(F, hw, terms, comm, micro, ctx, decode=True)
@@ -104,7 +115,8 @@ def serve(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, concurrenc
     wave_tokens = running * input_len
     chunk = np.minimum(wave_tokens, batched_tokens)
     n_chunks = np.maximum(wave_tokens / batched_tokens, 1.0)
-    pre = forward_time(F, hw, terms, comm, chunk, input_len / 2, decode=False)
+    pre = forward_time(F, hw, terms, comm, chunk, input_len / 2, decode=False,
+                       sampled=np.maximum(chunk / input_len, 1.0))
     prefill = n_chunks * pre["total"]
     ttft_wave = prefill * (running + 1) / (2 * running) + step["total"]
     wave = prefill + np.maximum(output_len - 1, 0) * tpot

@@ -26,6 +26,7 @@ GiB = 2**30
 # Memory stack of panel (c): (label, how to get GiB from a row's per_gpu). "reserve" is what
 # --gpu-memory-utilization keeps back: capacity - budget (vLLM `gpu_worker.py:determine_available_memory`).
 MEMORY_PARTS = ("weights", "KV room", "activations", "overhead", "reserve")
+MAX_BARS = 30  # panels (b) and (c) show the top rows only, so that a whole-catalog --all-plans stays legible
 
 
 def memory_parts(per_gpu: dict[str, float]) -> dict[str, float]:
@@ -70,12 +71,16 @@ def rank_figure(rows: list[dict[str, Any]], resolved: list[Resolved], hw: Hardwa
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    width = max(15.0, 5.0 + 1.2 * len(rows))
-    fig = Figure(figsize=(width, 5.5), layout="constrained")
+    width = min(max(15.0, 5.0 + 0.6 * len(rows)), 30.0)
+    models = len({d["model"] for d in rows})
+    height = 5.5 if models <= 8 else 6.0 + 0.15 * models  # room for the legend below panel (a)
+    fig = Figure(figsize=(width, height), layout="constrained")
     ax_a, ax_b, ax_c = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.4, 1, 1]})
     _throughput_panel(ax_a, rows, resolved, hw, settings, terms, q, gpus)
-    _breakdown_panel(ax_b, rows)
-    _memory_panel(ax_c, rows)
+    top = rows[:MAX_BARS]
+    more = f" (top {len(top)} of {len(rows)})" if len(rows) > len(top) else ""
+    _breakdown_panel(ax_b, top, more)
+    _memory_panel(ax_c, top, more)
     fig.suptitle(f"{hw.name} [{hw.id}]: {q.objective}, {q.input_len} in / {q.output_len} out, "
                  f"{settings.engine}")
     return fig
@@ -99,23 +104,26 @@ def _throughput_panel(ax: Any, rows: list[dict[str, Any]], resolved: list[Resolv
                  "(best plan bold, other valid plans faint)", fontsize="medium")
     ax.set_yscale("log")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small")
+    if len(colors) <= 8:
+        ax.legend(fontsize="small")
+    else:
+        ax.legend(fontsize="x-small", ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.12))
 
 
-def _breakdown_panel(ax: Any, rows: list[dict[str, Any]]) -> None:
+def _breakdown_panel(ax: Any, rows: list[dict[str, Any]], more: str) -> None:
     x = np.arange(len(rows))
     bottom = np.zeros(len(rows))
     for part in BREAKDOWN:
         h = np.array([d["breakdown_ms"][part] for d in rows])
         ax.bar(x, h, bottom=bottom, label=part)
         bottom += h
-    ax.set_xticks(x, [_short(d) for d in rows], rotation=30, ha="right", fontsize="small")
+    ax.set_xticks(x, [_short(d) for d in rows], rotation=60 if len(rows) > 6 else 20, ha="right", fontsize="small")
     ax.set_ylabel("decode step time (ms)")
-    ax.set_title("(b) decode step at the ranked workload", fontsize="medium")
+    ax.set_title(f"(b) decode step at the ranked workload{more}", fontsize="medium")
     ax.legend(fontsize="small")
 
 
-def _memory_panel(ax: Any, rows: list[dict[str, Any]]) -> None:
+def _memory_panel(ax: Any, rows: list[dict[str, Any]], more: str) -> None:
     x = np.arange(len(rows))
     bottom = np.zeros(len(rows))
     parts = [memory_parts(d["per_gpu"]) for d in rows]
@@ -125,14 +133,14 @@ def _memory_panel(ax: Any, rows: list[dict[str, Any]]) -> None:
         bottom += h
     capacity = max(d["per_gpu"]["capacity_bytes"] for d in rows) / GiB
     ax.axhline(capacity, color="black", linestyle="--", linewidth=1, label=f"capacity {capacity:.1f} GiB")
-    ax.set_xticks(x, [_short(d) for d in rows], rotation=30, ha="right", fontsize="small")
+    ax.set_xticks(x, [_short(d) for d in rows], rotation=60 if len(rows) > 6 else 20, ha="right", fontsize="small")
     ax.set_ylabel("memory per GPU (GiB)")
-    ax.set_title("(c) memory per GPU", fontsize="medium")
+    ax.set_title(f"(c) memory per GPU{more}", fontsize="medium")
     ax.legend(fontsize="small", loc="lower right")
 
 
 def _short(d: dict[str, Any]) -> str:
-    return f"{d['model'].rsplit('/', 1)[-1]}\n{d['plan']['label']}"
+    return f"{d['model'].rsplit('/', 1)[-1]} {d['plan']['label']}"
 
 
 def save(fig: Any, path: str | os.PathLike[str]) -> None:

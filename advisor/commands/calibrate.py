@@ -1,0 +1,84 @@
+"""`advisor calibrate MEASUREMENTS... --hw ID [--engine] -o FILE`: fit the efficiency terms of one
+(hardware, engine) to measured rows and write a calibration file (atomically)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from advisor.commands import _options as opt
+from advisor.commands._common import print_json, require
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def calibrate(
+        measurements: list[str] = typer.Argument(..., help="Measurement CSV (DESIGN §3.4) or vLLM bench JSON."),
+        hw: str = typer.Option(..., "--hw", help="Hardware profile id the rows were measured on."),
+        engine: str = typer.Option("vllm", "--engine", help="vllm, sglang or trtllm."),
+        output: Path = typer.Option(..., "-o", "--output", help="Calibration JSON to write."),
+        json_out: bool = opt.JSON,
+    ) -> None:
+        """Fit bounded efficiency terms to measured rows; report bounds hit, CV error, rows used/rejected."""
+        require(engine in ("vllm", "sglang", "trtllm"), "--engine", f"{engine!r} is not vllm, sglang or trtllm")
+        doc = calibrate_doc(measurements, hw, engine, output)
+        if json_out:
+            print_json(doc)
+        else:
+            _print(doc)
+
+
+def calibrate_doc(files: list[str], hw: str, engine: str, output: Path) -> dict[str, Any]:
+    """Fit, write `output`, and return the JSON report (terms, refused, bounds hit, cv, rows used/rejected)."""
+    from advisor.calibrate.fit import METHOD, describe, fit_bucket
+    from advisor.calibrate.measurements import read_measurements
+    from advisor.calibrate.predict_rows import engine_label, prepare
+    from advisor.calibrate.store import Calibration, write_calibration
+    from advisor.errors import AdvisorError
+    from advisor.hardware import load_profile
+
+    profile = load_profile(hw)
+    sets = [read_measurements(f) for f in files]
+    mine = [r for s in sets for r in s.rows if r.hardware == profile.id and engine_label(r) == engine]
+    rejected = [{"file": r.file, "row": r.row, "reason": r.reason} for s in sets for r in s.rejected]
+    preds, buckets = prepare(mine)
+    rejected += [{"file": p.row.file, "row": p.row.row, "reason": p.reason} for p in preds if p.reason]
+    bucket = buckets.get((profile.id, engine))
+    if bucket is None:
+        first = f" (first: {rejected[0]['reason']})" if rejected else ""
+        raise AdvisorError(f"{', '.join(files)}: no usable rows for {profile.id}/{engine}: {len(mine)} rows of it, "
+                           f"{len(rejected)} rejected{first}")
+    result = fit_bucket(preds, bucket)
+    versions = sorted({p.row.engine_version for p in preds if p.row.engine_version and not p.reason})
+    cal = Calibration(hardware=profile.id, engine=engine, terms=result.terms, bounds_hit=result.bounds_hit,
+                      refused=result.refused, rows_used=result.rows_used, rows_rejected=len(rejected),
+                      files=[Path(f).name for f in files], engine_versions=versions, cv=result.cv,
+                      tpot_residual_pct=result.tpot_residual_pct, method=f"{METHOD}; CV: {result.cv_method}")
+    write_calibration(cal, output)
+    return {"output": str(output), "hardware": profile.id, "engine": engine, **describe(result),
+            "rows_rejected": rejected, "files": list(files), "engine_versions": versions, "method": cal.method}
+
+
+def _print(doc: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    t = Table(title=f"Calibration {doc['hardware']}/{doc['engine']} -> {doc['output']} ({doc['rows_used']} rows)")
+    for col in ("term", "value", "note"):
+        t.add_column(col)
+    for k, v in doc["terms"].items():
+        note = doc["refused"].get(k) or ("bound hit" if k in doc["bounds_hit"] else "fitted")
+        t.add_row(k, f"{v:.4g}", note)
+    console.print(t)
+    c = Table(title=f"Cross-validated |error| ({doc['cv_method']})")
+    for col in ("metric", "n", "median %", "p90 %"):
+        c.add_column(col)
+    for m, s in doc["cv"].items():
+        c.add_row(m, str(s["n"]), str(s.get("median_abs_pct", "-")), str(s.get("p90_abs_pct", "-")))
+    console.print(c)
+    console.print(f"rows rejected: {len(doc['rows_rejected'])}")
+    for r in doc["rows_rejected"][:20]:
+        console.print(f"  {Path(r['file']).name} row {r['row']}: {r['reason']}")

@@ -1,0 +1,93 @@
+"""`advisor check`: every measured row gets a prediction or a reason; JSON schema; exit 2 on bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+METRICS = {"ttft_ms", "tpot_ms", "output_tok_s"}
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True, cwd=REPO)
+
+
+def _case(shared_dir: Path) -> Path:
+    return shared_dir / "data" / "bench" / "case_study.csv"
+
+
+def test_check_case_study_predicts_all_four_rows_with_errors(shared_dir: Path) -> None:
+    r = _cli("check", str(_case(shared_dir)), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    rows = doc["rows"]
+    assert len(rows) == 4
+    for row in rows:
+        assert set(row) == {"input", "measured", "predicted", "error_pct", "reason", "calibrated"}
+        assert set(row["measured"]) == METRICS and set(row["predicted"]) == METRICS
+        assert row["calibrated"]["how"] == "shipped"
+        for m in METRICS:
+            meas = row["measured"][m]
+            if meas is None:
+                assert row["error_pct"][m] is None
+            else:
+                want = 100 * (row["predicted"][m] - meas) / meas
+                assert abs(row["error_pct"][m] - want) < 1e-9
+    assert "input_len unknown: assumed 1024" in rows[0]["reason"]
+    # the measured order holds: MiniMax TP4 single-user is faster than Kimi TP8; EP8 MiniMax beats Kimi C=128
+    kimi1, kimi128, mm1, mm_ep8 = (row["predicted"]["output_tok_s"] for row in rows)
+    assert mm1 > kimi1 and mm_ep8 > kimi128
+    overall = doc["summary"]["overall"]
+    assert overall["rows"] == 4 and overall["predicted"] == 4
+    assert overall["output_tok_s"]["n"] == 4 and overall["tpot_ms"]["n"] == 2
+    assert "rtx-pro-6000-server/vllm" in doc["summary"]
+
+
+def test_check_rejected_and_unpredictable_rows_carry_reasons(tmp_path: Path) -> None:
+    f = tmp_path / "m.csv"
+    f.write_text("model,hardware,engine,tp,concurrency,input_len,output_len,tpot_ms\n"
+                 "MiniMaxAI/MiniMax-M2.5,rtx-pro-6000-server,vllm,2,1,1024,256,12\n"  # does not fit at TP2
+                 "MiniMaxAI/MiniMax-M2.5,rtx-pro-6000-server,vllm,x,1,1024,256,12\n")  # rejected: tp not a number
+    r = _cli("check", str(f), "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    assert len(rows) == 2 and all(row["predicted"] is None for row in rows)
+    assert "cannot run" in rows[0]["reason"]
+    assert rows[1]["reason"].startswith("rejected:") and "tp" in rows[1]["reason"]
+
+
+def test_check_human_output_has_table_and_summary(shared_dir: Path) -> None:
+    r = _cli("check", str(_case(shared_dir)))
+    assert r.returncode == 0, r.stderr
+    assert "Summary" in r.stdout and "Kimi-K2.5-NVFP4" in r.stdout
+
+
+def test_check_garbage_file_exits_2(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.csv"
+    junk.write_text("this,is\nnot,a measurement file\n")
+    r = _cli("check", str(junk), "--json")
+    assert r.returncode == 2 and str(junk) in r.stderr and "Traceback" not in r.stderr
+    assert r.stdout == ""
+
+
+def test_check_calibration_for_other_hardware_exits_2_naming_it(tmp_path: Path, shared_dir: Path) -> None:
+    other = REPO / "advisor" / "calibrations" / "h100-sxm--vllm.json"
+    r = _cli("check", str(_case(shared_dir)), "--calibration", str(other))
+    assert r.returncode == 2 and str(other) in r.stderr and "h100-sxm" in r.stderr
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    r = _cli("check", str(_case(shared_dir)), "--calibration", str(broken))
+    assert r.returncode == 2 and str(broken) in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_check_silicon_dev_predicts_most_rows(shared_dir: Path) -> None:
+    r = _cli("check", str(shared_dir / "data" / "bench" / "silicon_dev.csv"), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert len(doc["rows"]) == 1814
+    unpredicted = [row for row in doc["rows"] if row["predicted"] is None]
+    assert all(row["reason"] for row in unpredicted)
+    assert doc["summary"]["overall"]["predicted"] > 1400

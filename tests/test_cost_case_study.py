@@ -1,0 +1,45 @@
+"""scripts/case_study.py: the README's case-study table from ../shared/data/bench/case_study.csv."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "case_study.py"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
+
+
+def test_table_has_every_measured_metric(shared_dir: Path) -> None:
+    csv = shared_dir / "data" / "bench" / "case_study.csv"
+    done = run(str(csv))
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and "%" in line]
+    # 4 case-study points: two give TPOT and tok/s, two give tok/s only
+    assert len(rows) == 6
+    measured = [float(r.split("|")[7]) for r in rows]
+    assert sorted(measured) == sorted([16.4, 61, 1239, 11.9, 84, 4000])
+    for r in rows:
+        cells = [c.strip() for c in r.strip("|").split("|")]
+        predicted, err = float(cells[7]), cells[8]
+        assert predicted > 0
+        assert re.fullmatch(r"[+-]\d+%", err), err
+        sign = round((predicted - float(cells[6])) / float(cells[6]) * 100)
+        assert abs(int(err[:-1]) - sign) <= 1  # the table shows predictions rounded to 0.1
+    assert "1024 assumed" in done.stdout
+
+
+def test_default_path_is_the_shared_csv(shared_dir: Path) -> None:
+    assert run().stdout == run(str(shared_dir / "data" / "bench" / "case_study.csv")).stdout
+
+
+def test_missing_file_is_one_line_exit_2(tmp_path: Path) -> None:
+    done = run(str(tmp_path / "nope.csv"))
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "nope.csv" in done.stderr
+    assert done.stdout == ""

@@ -1,0 +1,47 @@
+"""The notebooks in notebooks/ run top to bottom (their own assertions check real values) and are
+committed with outputs stripped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NAMES = ["mla_vs_gqa.ipynb", "calibrate_rtx_pro_6000.ipynb", "validate_silicon.ipynb"]
+
+
+def _code_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def test_expected_notebooks_exist() -> None:
+    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == sorted(NAMES)
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.name)
+def test_notebook_committed_without_outputs(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
+    cells = _code_cells(nb)
+    assert cells, f"{path.name} has no code cells"
+    for cell in cells:
+        assert cell.outputs == [], f"{path.name}: a code cell has outputs (strip them before committing)"
+        assert cell.execution_count is None, f"{path.name}: a code cell has an execution count"
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_executes(name: str, shared_dir: Path) -> None:
+    """Run with cwd = notebooks/ as a user would; any failed assertion in a cell fails the test."""
+    path = NOTEBOOKS / name
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=180, kernel_name="python3",
+                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client.execute()
+    errors = [o for c in _code_cells(nb) for o in c.outputs if o.output_type == "error"]
+    assert not errors
+    assert all(c.execution_count is not None for c in _code_cells(nb))
