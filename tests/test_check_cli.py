@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,9 @@ METRICS = {"ttft_ms", "tpot_ms", "output_tok_s"}
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True, cwd=REPO)
+    env = {**os.environ, "COLUMNS": "250"}  # rich wraps cells to the terminal width
+    return subprocess.run([sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True, cwd=REPO,
+                          env=env)
 
 
 def _case(shared_dir: Path) -> Path:

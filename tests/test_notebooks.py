@@ -18,7 +18,7 @@ def _code_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
 
 
 def test_expected_notebooks_exist() -> None:
-    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == sorted(NAMES)
+    assert set(NAMES) <= {p.name for p in NOTEBOOKS.glob("*.ipynb")}
 
 
 @pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.name)

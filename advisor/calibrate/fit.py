@@ -108,8 +108,8 @@ def _solve(preds: list[RowPrediction], b: Bucket, active: list[str], prior: Term
     hi = np.array([BOUNDS[k][1] for k in active])
     x0 = np.clip([base[k] for k in active], lo + 1e-6 * (hi - lo), hi - 1e-6 * (hi - lo))
     scale = np.maximum(np.abs(x0), 0.01 * (hi - lo))
-    sol = least_squares(residuals, x0, bounds=(lo, hi), method="trf", x_scale=scale, diff_step=1e-3, loss=LOSS, f_scale=F_SCALE,
-                        max_nfev=200)
+    sol = least_squares(residuals, x0, bounds=(lo, hi), method="trf", x_scale=scale, diff_step=1e-3, loss=LOSS,
+                        f_scale=F_SCALE, max_nfev=200)
     return terms_of(sol.x), float(sol.cost)
 
 

@@ -151,7 +151,7 @@ def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measureme
     if inp + out > arch.max_context:
         result = f"{inp}+{out} tokens exceed the model's context of {arch.max_context}"
     else:
-        settings = Settings(weight_dtype=row.weight_dtype, engine=engine,  # type: ignore[arg-type]
+        settings = Settings(weight_dtype=row.weight_dtype, engine=engine,
                             max_model_len=inp + out)  # the run needed at least this
         try:
             case = make_case(arch, Plan(tp=row.tp, pp=row.pp, dp=row.dp, ep=row.ep), hw, settings)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from advisor.arch.formats import WEIGHT_DTYPES
 from advisor.commands._common import require
-from advisor.cost.plan import Plan
-from advisor.cost.workload import Settings
-from advisor.hardware import DEFAULT_HW, HardwareProfile, load_profile
+from advisor.hardware.ids import DEFAULT_HW
+
+if TYPE_CHECKING:  # the modules behind these load numpy/pydantic: imported when a command runs
+    from advisor.cost.plan import Plan
+    from advisor.cost.workload import Settings
+    from advisor.hardware import HardwareProfile
 
 HW = typer.Option(DEFAULT_HW, "--hw", help="Hardware profile id (`advisor hw list`) or path to a profile TOML.")
 GPUS = typer.Option(None, "--gpus", help="Use only N GPUs of the node (placed by topology).")
@@ -25,6 +28,8 @@ CALIBRATION = typer.Option(None, "--calibration", help="Calibration file (defaul
 
 
 def hardware(hw: str, gpus: int | None) -> HardwareProfile:
+    from advisor.hardware import load_profile
+
     profile = load_profile(hw)
     if gpus is not None:
         require(1 <= gpus <= profile.topology.num_gpus, "--gpus",
@@ -33,7 +38,15 @@ def hardware(hw: str, gpus: int | None) -> HardwareProfile:
 
 
 def settings(max_model_len: int | None, kv_cache_dtype: str, util: float, weight_dtype: str | None,
-             engine: str) -> Settings:
+             engine: str, need_tokens: int = 0) -> Settings:
+    """Engine settings from flags. Without --max-model-len the default context (min(model max, 32768))
+    is raised to `need_tokens` (input + output), else the printed `vllm serve --max-model-len` would
+    refuse the request."""
+    from advisor.cost.workload import DEFAULT_MAX_MODEL_LEN, Settings
+
+    if max_model_len is None and need_tokens > DEFAULT_MAX_MODEL_LEN:
+        max_model_len = need_tokens
+
     require(max_model_len is None or max_model_len >= 1, "--max-model-len", f"{max_model_len} must be >= 1")
     require(kv_cache_dtype in ("auto", "bf16", "fp8"), "--kv-cache-dtype",
             f"{kv_cache_dtype!r} is not auto, bf16 or fp8")
@@ -47,6 +60,8 @@ def settings(max_model_len: int | None, kv_cache_dtype: str, util: float, weight
 
 def plan_from_flags(tp: int | None, pp: int | None, dp: int | None, ep: int | None) -> Plan | None:
     """The plan the flags describe, or None when no plan flag was given."""
+    from advisor.cost.plan import Plan
+
     for flag, value in (("--tp", tp), ("--pp", pp), ("--dp", dp), ("--ep", ep)):
         require(value is None or value >= 1, flag, f"{value} must be >= 1")
     if tp is None and pp is None and dp is None and ep is None:

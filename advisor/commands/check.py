@@ -81,7 +81,8 @@ def _print(doc: dict[str, Any]) -> None:
         t.add_column(col)
     for r in doc["rows"]:
         i, m, p, e = r["input"], r["measured"], r["predicted"] or {}, r["error_pct"]
-        cells = [f"{_fmt(m[k])} / {_fmt(p.get(k))} ({_fmt(e[k], True)})" for k in ("ttft_ms", "tpot_ms", "output_tok_s")]
+        cells = [f"{_fmt(m[k])} / {_fmt(p.get(k))} ({_fmt(e[k], True)})"
+                 for k in ("ttft_ms", "tpot_ms", "output_tok_s")]
         plan = f"TP{i['tp']} PP{i['pp']} DP{i['dp']} EP{i['ep']}"
         t.add_row(str(i["model"]), f"{i['hardware']}/{i['engine'] or 'vllm'}", plan, str(i["concurrency"]),
                   f"{i['input_len'] or '?'}/{i['output_len'] or '?'}", *cells, r["reason"] or "")

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from advisor.commands import _options as opt
 from advisor.commands._common import print_json
-from advisor.cost.plan import Plan
-from advisor.cost.predict import make_case
-from advisor.report.results import fit_doc
+
+if TYPE_CHECKING:
+    from advisor.cost.plan import Plan
 
 
 def default_plans(num_gpus: int, moe: bool) -> list[Plan]:
     """TP over 1, 2, 4, ... GPUs, and for MoE models TP with EP over the same GPUs."""
+    from advisor.cost.plan import Plan
+
     plans, tp = [], 1
     while tp <= num_gpus:
         plans.append(Plan(tp=tp))
@@ -36,6 +40,8 @@ def register(app: typer.Typer) -> None:
         """Memory per GPU for each model and plan: weights, activations, reserve, KV room and concurrency."""
         from advisor import catalog
         from advisor.arch.sources import resolve
+        from advisor.cost.predict import make_case
+        from advisor.report.results import fit_doc
 
         profile = opt.hardware(hw, gpus)
         settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, "vllm")

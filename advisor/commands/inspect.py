@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from advisor.arch.sources import Resolved, resolve
 from advisor.commands._common import print_json
-from advisor.report.units import billions, gb, kib
+
+if TYPE_CHECKING:
+    from advisor.arch.sources import Resolved
 
 
 def inspect_doc(r: Resolved) -> dict[str, Any]:
@@ -46,6 +47,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Read config.json into the normalized architecture: layers, attention, experts, params, bytes."""
         from advisor import catalog
+        from advisor.arch.sources import resolve
 
         refs = models or catalog.ids()
         docs = [inspect_doc(resolve(ref)) for ref in refs]
@@ -58,6 +60,8 @@ def register(app: typer.Typer) -> None:
 def _table(docs: list[dict[str, Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
+
+    from advisor.report.units import billions, gb, kib
 
     table = Table(title="Model architectures", show_lines=False)
     for col in ("model", "attention", "layers", "experts", "total", "active", "weights", "KV/token", "source"):

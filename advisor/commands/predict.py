@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
 import typer
 
 from advisor.commands import _options as opt
 from advisor.commands._common import print_json
-from advisor.cost.plan import Plan
-from advisor.cost.predict import evaluate, make_case
-from advisor.report.results import fit_doc, predict_doc
 
 CONCURRENCY = typer.Option(1, "--concurrency", help="Concurrent users (closed loop).")
 INPUT_LEN = typer.Option(1024, "--input-len", help="Prompt tokens per request.")
@@ -29,11 +25,17 @@ def register(app: typer.Typer) -> None:
         engine: str = opt.ENGINE, calibration: str | None = opt.CALIBRATION, json_out: bool = opt.JSON,
     ) -> None:
         """Predict serving speed of one model at one plan (default: TP over all GPUs)."""
+        import numpy as np
+
         from advisor.arch.sources import resolve
         from advisor.calibrate.store import terms_for
+        from advisor.cost.plan import Plan
+        from advisor.cost.predict import evaluate, make_case
+        from advisor.report.results import fit_doc, predict_doc
 
         profile = opt.hardware(hw, gpus)
-        settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine)
+        settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine,
+                                input_len + output_len)
         plan = opt.plan_from_flags(tp, pp, dp, ep) or Plan(tp=gpus or profile.topology.num_gpus)
         r = resolve(model)
         opt.check_lengths(r.arch.max_context, r.arch.model, input_len, output_len, concurrency, max_model_len)

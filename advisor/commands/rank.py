@@ -10,7 +10,6 @@ import typer
 
 from advisor.commands import _options as opt
 from advisor.commands._common import print_json, require
-from advisor.cost.workload import DEFAULT_MAX_MODEL_LEN
 from advisor.errors import AdvisorError
 
 CSV_COLUMNS = ("rank", "model", "plan", "fits", "score", "ttft_ms", "tpot_ms", "per_user_tok_s", "output_tok_s",
@@ -57,12 +56,9 @@ def register(app: typer.Typer) -> None:
         if plot is not None:
             require(plot.lower().endswith((".png", ".svg")), "--plot", f"{plot}: give a .png or .svg file name")
         profile = opt.hardware(hw, gpus)
-        # Without --max-model-len the default context (min(model max, 32768)) must still hold one request,
-        # else the printed `vllm serve --max-model-len` would refuse it; models too short are dropped below.
-        serve_len = max_model_len
-        if serve_len is None and input_len + output_len > DEFAULT_MAX_MODEL_LEN:
-            serve_len = input_len + output_len
-        settings = opt.settings(serve_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine)
+        # models whose context is too short for the request are dropped below
+        settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine,
+                                input_len + output_len)
         resolved, unknown = _resolve_all(models)
         good = []
         for r in resolved:

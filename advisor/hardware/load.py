@@ -9,9 +9,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from advisor.errors import AdvisorError
+from advisor.hardware.ids import DEFAULT_HW  # noqa: F401  (re-exported)
 from advisor.hardware.schema import HardwareProfile
-
-DEFAULT_HW = "rtx-pro-6000-server"
 
 
 def profiles_dir() -> Path:
