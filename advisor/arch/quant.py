@@ -64,9 +64,9 @@ def parse_quant(cfg: Cfg, sidecar: dict[str, Any] | None) -> QuantScheme:
         return QuantScheme()
     method = qc.str("quant_method").lower()
     if method == "fp8":
-        block = qc.list("weight_block_size")
+        block = _block(qc, "weight_block_size")
         return QuantScheme(fmt="fp8-block" if block else "fp8", ignore=_names(qc, "modules_to_not_convert",
-                           "ignored_layers"), block=(int(block[0]), int(block[1])) if block else None)
+                           "ignored_layers"), block=block)
     if method == "compressed-tensors":
         return _compressed_tensors(qc)
     if method == "modelopt":
@@ -84,6 +84,16 @@ def parse_quant(cfg: Cfg, sidecar: dict[str, Any] | None) -> QuantScheme:
     if method in ("bitsandbytes", "gguf"):
         raise ConfigError(f"{qc.where}: quant_method {method!r} is not modelled")
     raise ConfigError(f"{qc.where}: unknown quant_method {method!r}")
+
+
+def _block(qc: Cfg, key: str) -> tuple[int, int] | None:
+    """A [rows, cols] block shape of positive integers, or None when absent."""
+    block = qc.list(key)
+    if not block:
+        return None
+    if len(block) != 2 or not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block):
+        raise ConfigError(f"{qc.where}: field {key!r} must be two positive integers, got {block!r}")
+    return int(block[0]), int(block[1])
 
 
 def _names(qc: Cfg, *keys: str) -> tuple[str, ...]:
@@ -113,9 +123,8 @@ def _compressed_tensors(qc: Cfg) -> QuantScheme:
     if kind == "float" and bits == 4:
         return QuantScheme(fmt="nvfp4", ignore=ignore, group_size=group or 16, kv_fp8=kv_fp8)
     if kind == "float" and bits == 8:
-        block = weights.list("block_structure")
-        return QuantScheme(fmt="fp8-block" if block else "fp8", ignore=ignore, kv_fp8=kv_fp8,
-                           block=(int(block[0]), int(block[1])) if block else None)
+        block = _block(weights, "block_structure")
+        return QuantScheme(fmt="fp8-block" if block else "fp8", ignore=ignore, kv_fp8=kv_fp8, block=block)
     if kind == "int" and bits == 4:
         g = group or 128
         return QuantScheme(fmt=f"int4-g{g}", ignore=ignore, group_size=g, kv_fp8=kv_fp8)

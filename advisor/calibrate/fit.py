@@ -24,7 +24,8 @@ from advisor.errors import AdvisorError
 PRIOR_WEIGHT = 0.3  # one prior residual ~ a 30% error on one measured value; design choice (issue 6)
 NAMES = tuple(BOUNDS)
 MIN_ROWS = {"mem_bw_eff": 2, "step_overhead_us": 3, "layer_overhead_us": 3, "flops_eff": 3,
-            "comm_latency_scale": 3}
+            "comm_latency_scale": 3, "request_overhead_us": 3,
+            "prefill_queue_frac": 3}
 LOO_MAX_ROWS = 40  # above this, leave-one-row-out costs one fit per row; folds of configurations instead
 LOSS = "soft_l1"  # robust: a few rows the physics misses (queueing, outliers) do not drag every term
 F_SCALE = 0.25  # residual (log ratio) beyond which the loss grows linearly: ~28% error
@@ -64,10 +65,14 @@ def refusals(preds: list[RowPrediction], b: Bucket) -> dict[str, str]:
     decode = [p for p in rows if p.row.tpot_ms or p.row.output_tok_s]
     counts = {"mem_bw_eff": len(decode), "step_overhead_us": len(decode),
               "layer_overhead_us": len(decode), "flops_eff": sum(1 for p in rows if p.row.ttft_ms),
-              "comm_latency_scale": sum(1 for p in decode if p.tp_gt1)}
+              "comm_latency_scale": sum(1 for p in decode if p.tp_gt1),
+              "request_overhead_us": sum(1 for p in rows if p.row.ttft_ms),
+              "prefill_queue_frac": sum(1 for p in rows if p.row.ttft_ms and p.row.concurrency > 1)}
     what = {"mem_bw_eff": "rows with TPOT or tok/s", "step_overhead_us": "rows with TPOT or tok/s",
             "layer_overhead_us": "rows with TPOT or tok/s", "flops_eff": "rows with TTFT",
-            "comm_latency_scale": "rows with TP x DP > 1 and TPOT or tok/s"}
+            "comm_latency_scale": "rows with TP x DP > 1 and TPOT or tok/s",
+            "request_overhead_us": "rows with TTFT",
+            "prefill_queue_frac": "rows with TTFT at concurrency > 1"}
     out = {k: f"only {counts[k]} {what[k]} (need {MIN_ROWS[k]}); kept at prior"
            for k in NAMES if counts[k] < MIN_ROWS[k]}
     if "layer_overhead_us" not in out and len({p.layers for p in decode}) < 2:

@@ -29,6 +29,16 @@ class Terms(BaseModel):
     step_overhead_us: float = Field(500.0, ge=0)
     """Fixed time per engine step (scheduler, sampler, input prep). Prior 0.5 ms: uncalibrated guess."""
 
+    request_overhead_us: float = Field(20_000.0, ge=0)
+    """Fixed latency each request pays before its first token beyond the forward passes (HTTP/API server,
+    tokenization, admission into the running batch, first-token detokenization). Prior 20 ms: uncalibrated
+    guess; it is what TTFT keeps when the prefill compute is tiny."""
+
+    prefill_queue_frac: float = Field(0.5, ge=0, le=1)
+    """Share of the other running requests whose prefill a new request waits behind: 0 = arrivals fully
+    staggered, 1 = synchronized waves (closed-loop benchmark clients start all users at once and equal
+    lengths keep them in step); mean wait frac * (n - 1) / 2 prefills. Prior 0.5: midpoint."""
+
     comm_latency_scale: float = Field(1.0, ge=0.5, le=4)
     """Multiplier on the profile's measured collective times (nccl-tests run one collective in a loop;
     inside a forward, with compute between calls, the floor can be higher: 36-45 us measured inside
@@ -41,4 +51,6 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "layer_overhead_us": (0.0, 500.0),
     "step_overhead_us": (0.0, 20_000.0),
     "comm_latency_scale": (0.5, 4.0),
+    "request_overhead_us": (0.0, 2_000_000.0),
+    "prefill_queue_frac": (0.0, 1.0),
 }

@@ -5,8 +5,7 @@ Decode step (per DP rank, B running sequences, mean context c):
         + comm + L * layer_overhead + step_overhead
 W counts only the experts the batch touches: E_local * (1 - (1 - k/E)^B) per MoE layer (formulas.md §7).
 Prefill is the same roofline over chunks of max_num_batched_tokens (vLLM chunked prefill), compute-bound
-for real prompts. Requests of one wave prefill together and then decode together (how `vllm bench serve`
-with fixed lengths behaves): mean TTFT is half the wave's prefill, tok/s = users * O / wave time.
+for real prompts; other requests' prefill chunks slow the decode steps they share (see `serve`).
 """
 
 from __future__ import annotations
@@ -105,25 +104,31 @@ def max_running(F: Features, seq_tokens: np.ndarray) -> np.ndarray:
 
 def serve(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, concurrency: np.ndarray,
           input_len: np.ndarray, output_len: np.ndarray, batched_tokens: int) -> dict[str, np.ndarray]:
-    """TTFT, TPOT, tok/s for `concurrency` users with fixed lengths; shapes broadcast to [P, C, L]."""
+    """TTFT, TPOT, tok/s for `concurrency` closed-loop users with fixed lengths, shapes [P, C, L].
+
+    Steady state with chunked prefill (vLLM V1 default): a request's prompt is prefilled in chunks of
+    max_num_batched_tokens mixed into the running decode steps. With n running requests each doing one
+    prefill p1 per lifetime T = p1 + (O - 1) t_dec, the others' prefills occupy a share
+    rho = (n - 1) p1 / T of the time, so
+        TPOT = t_dec (1 + rho),  TTFT = p1 (1 + rho) + t_dec / 2,  tok/s = n O / (TTFT + (O - 1) TPOT)
+    (Little's law); requests beyond the KV capacity queue for a whole lifetime per round."""
     users = np.ceil(concurrency / F.dp)
     running = np.maximum(np.minimum(users, max_running(F, input_len + output_len)), 1.0)
     micro = np.maximum(running / F.pp, 1.0)  # PP keeps up to pp micro-batches in flight
-    ctx = input_len + output_len / 2
-    step = forward_time(F, hw, terms, comm, micro, ctx, decode=True)
-    tpot = step["total"]
-    wave_tokens = running * input_len
-    chunk = np.minimum(wave_tokens, batched_tokens)
-    n_chunks = np.maximum(wave_tokens / batched_tokens, 1.0)
-    pre = forward_time(F, hw, terms, comm, chunk, input_len / 2, decode=False,
-                       sampled=np.maximum(chunk / input_len, 1.0))
-    prefill = n_chunks * pre["total"]
-    ttft_wave = prefill * (running + 1) / (2 * running) + step["total"]
-    wave = prefill + np.maximum(output_len - 1, 0) * tpot
+    step = forward_time(F, hw, terms, comm, micro, input_len + output_len / 2, decode=True)
+    t_dec = step["total"]
+    chunk = np.minimum(input_len, batched_tokens)
+    pre = forward_time(F, hw, terms, comm, chunk, input_len / 2, decode=False, sampled=np.ones_like(chunk))
+    p1 = np.maximum(input_len / batched_tokens, 1.0) * pre["total"]
+    decode_s = np.maximum(output_len - 1, 0) * t_dec
+    rho = (running - 1) * p1 / (p1 + decode_s)
+    tpot = t_dec * (1 + rho)
+    wait = terms.prefill_queue_frac * (running - 1) / 2 * p1
+    ttft_run = p1 * (1 + rho) + wait + t_dec / 2 + terms.request_overhead_us * 1e-6
+    lifetime = ttft_run + np.maximum(output_len - 1, 0) * tpot
     queued = np.maximum(users / running - 1, 0)
-    ttft = ttft_wave + queued * wave
     active = np.minimum(concurrency, F.dp * running)  # idle DP ranks run dummy forwards, serve no one
-    out_tok_s = active * output_len / wave
-    return {"ttft_s": ttft, "tpot_s": tpot, "output_tok_s": out_tok_s, "per_user_tok_s": 1 / tpot,
-            "running": np.broadcast_to(active, tpot.shape), **{f"step_{k}": v for k, v in step.items()},
-            "prefill_s": prefill}
+    return {"ttft_s": ttft_run + queued * lifetime, "tpot_s": tpot, "output_tok_s": active * output_len / lifetime,
+            "per_user_tok_s": 1 / tpot, "running": np.broadcast_to(active, tpot.shape),
+            "prefill_interference_s": t_dec * rho, **{f"step_{k}": v for k, v in step.items()},
+            "prefill_s": np.broadcast_to(p1, tpot.shape)}

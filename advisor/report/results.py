@@ -62,6 +62,7 @@ def predict_doc(case: Case, hw: HardwareProfile, res: dict[str, np.ndarray], i: 
         "output_tok_s": float(res["output_tok_s"][i, c, k]),
         "running_sequences": int(res["running"][i, c, k]),
         **comm, "comm_ms_per_step": breakdown["comm"], "breakdown_ms": breakdown,
+        "prefill_interference_ms": float(res["prefill_interference_s"][i, c, k]) * 1e3,
         "bottleneck": max(breakdown, key=lambda n: breakdown[n]),
         "calibrated": calibrated, "interval": interval,
     }
