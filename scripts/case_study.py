@@ -1,8 +1,10 @@
-"""Print the case-study points (8x RTX PRO 6000, DESIGN.md §5) next to the uncalibrated prediction.
+"""Print the case-study points (8x RTX PRO 6000, DESIGN.md §5) next to the model's predictions.
 
-    python scripts/case_study.py [CSV]     # default: ../shared/data/bench/case_study.csv next to the repo
+    python scripts/case_study.py [CSV] [--readme README.md]   # default CSV: ../shared/data/bench/case_study.csv
 
-Prediction: the cost model with `Terms()` priors (no calibration), vLLM defaults (`Settings()`). The CSV
+Predictions: the cost model with `Terms()` priors (uncalibrated) and with the shipped calibration for the
+row's hardware and engine (fitted on these four rows and the public RTX PRO 6000 rows, so in-sample);
+vLLM defaults (`Settings()`). The CSV
 does not give input lengths: 1024 is assumed. Output length: the row's own (512 for the single-user
 rows) or else 1024. Error = (predicted - measured) / measured, signed.
 """
@@ -17,8 +19,12 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/readme_block.py
+
+from readme_block import replace_block  # noqa: E402
 
 from advisor.calibrate.measurements import Measurement, read_measurements  # noqa: E402
+from advisor.calibrate.store import terms_for  # noqa: E402
 from advisor.catalog import lookup  # noqa: E402
 from advisor.cost.plan import Plan  # noqa: E402
 from advisor.cost.predict import evaluate, make_case  # noqa: E402
@@ -32,7 +38,7 @@ ASSUMED_INPUT_LEN = 1024  # not stated in the case study
 DEFAULT_OUTPUT_LEN = 1024  # where the case study does not state it
 
 
-def predict(row: Measurement) -> tuple[dict[str, float] | None, str, int, int]:
+def predict(row: Measurement, calibrated: bool = False) -> tuple[dict[str, float] | None, str, int, int]:
     """Predicted tpot_ms and output_tok_s for one row (None + reason when the plan cannot run)."""
     entry = lookup(row.model)
     if entry is None:
@@ -45,16 +51,18 @@ def predict(row: Measurement) -> tuple[dict[str, float] | None, str, int, int]:
     case = make_case(entry.arch, plan, hw, settings)
     if not case.runs:
         return None, case.reason or "does not run", i, o
-    out = evaluate([case], hw, settings, Terms(), np.array([row.concurrency]), np.array([i]), np.array([o]))
+    terms = terms_for(hw, "vllm")[0] if calibrated else Terms()
+    out = evaluate([case], hw, settings, terms, np.array([row.concurrency]), np.array([i]), np.array([o]))
     return {"tpot_ms": float(out["tpot_s"][0, 0, 0]) * 1e3,
             "output_tok_s": float(out["output_tok_s"][0, 0, 0])}, plan.label(), i, o
 
 
 def table(rows: list[Measurement]) -> list[str]:
-    lines = ["| Model | Plan | Users | In | Out | Metric | Measured | Predicted | Error |",
-             "|---|---|---:|---:|---:|---|---:|---:|---:|"]
+    lines = ["| Model | Plan | Users | In | Out | Metric | Measured | Predicted | Error | Calibrated | Error |",
+             "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
     for row in rows:
         pred, label, i, o = predict(row)
+        cal, _, _, _ = predict(row, calibrated=True)
         i_txt = f"{i}" if row.input_len else f"{i}*"
         for metric, unit in (("tpot_ms", "TPOT ms"), ("output_tok_s", "output tok/s")):
             measured = getattr(row, metric)
@@ -62,17 +70,21 @@ def table(rows: list[Measurement]) -> list[str]:
                 continue
             if pred is None:
                 lines.append(f"| {row.model} | {label} | {row.concurrency} | {i_txt} | {o} | {unit} | "
-                             f"{measured:g} | - | - |")
+                             f"{measured:g} | - | - | - | - |")
                 continue
             err = (pred[metric] - measured) / measured * 100
+            cells = f"{pred[metric]:.1f} | {err:+.0f}%"
+            if cal is not None:
+                cells += f" | {cal[metric]:.1f} | {(cal[metric] - measured) / measured * 100:+.0f}%"
             lines.append(f"| {row.model} | {label} | {row.concurrency} | {i_txt} | {o} | {unit} | "
-                         f"{measured:g} | {pred[metric]:.1f} | {err:+.0f}% |")
+                         f"{measured:g} | {cells} |")
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv", nargs="?", default=str(CSV), help="measurement CSV (DESIGN.md §3.4 columns)")
+    ap.add_argument("--readme", type=Path, help="README whose case-study block to replace")
     args = ap.parse_args(argv)
     try:
         data = read_measurements(args.csv)
@@ -80,9 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     except AdvisorError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    note = (f"Predicted: uncalibrated (Terms() priors); Calibrated: the shipped rtx-pro-6000-server/vllm "
+            f"calibration, fitted on these rows and the public RTX PRO 6000 rows (in-sample). vLLM defaults. "
+            f"* input length not in the CSV: {ASSUMED_INPUT_LEN} assumed; output length {DEFAULT_OUTPUT_LEN} "
+            f"where the CSV gives none.")
     print("\n".join(lines))
-    print(f"\nUncalibrated (Terms() priors, vLLM defaults). * input length not in the CSV: "
-          f"{ASSUMED_INPUT_LEN} assumed; output length {DEFAULT_OUTPUT_LEN} where the CSV gives none.")
+    print("\n" + note)
+    if args.readme:
+        replace_block(args.readme, "case-study", "\n".join(lines) + "\n\n" + note)
     for bad in data.rejected:
         print(f"skipped row {bad.row}: {bad.reason}", file=sys.stderr)
     return 0

@@ -19,6 +19,9 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/readme_block.py
+
+from readme_block import replace_block  # noqa: E402
 
 from advisor.hardware import load_profile  # noqa: E402
 from advisor.hardware.aic_data import (  # noqa: E402
@@ -200,10 +203,6 @@ def accuracy_table(rows: list[CommRow]) -> str:
 
 def update_readme(readme: Path, table: str) -> None:
     """Replace the text between the comm-accuracy markers (nothing else)."""
-    start, end = "<!-- comm-accuracy:start -->", "<!-- comm-accuracy:end -->"
-    text = readme.read_text(encoding="utf-8")
-    pre, rest = text.split(start, 1)
-    _, post = rest.split(end, 1)
     intro = (
         "Collective model vs measured NCCL (`scripts/comm_accuracy.py`): the shipped profiles' raw-NCCL "
         "predictions against every fp16 size in aiconfigurator's measured table (all NCCL versions "
@@ -213,7 +212,7 @@ def update_readme(readme: Path, table: str) -> None:
         "and predicts it. Profiles without measured data (b300-sxm, gb300, rtx-pro-6000-ws, mi300x, "
         "rtx-4090) use analogues or public tables named in their sources and are not scored here."
     )
-    write_text_atomic(readme, pre + start + "\n" + intro + "\n\n" + table + "\n" + end + post)
+    replace_block(readme, "comm-accuracy", intro + "\n\n" + table)
 
 
 def main() -> None:

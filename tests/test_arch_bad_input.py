@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from advisor.arch.fields import ConfigError
@@ -206,5 +206,7 @@ def test_mutated_configs_read_or_raise_advisor_error(data: st.DataObject) -> Non
     except AdvisorError as err:
         message = str(err)
         assert message.startswith(file) and "\n" not in message
+        event("AdvisorError")
         return
+    event("read")
     _check_valid(arch)

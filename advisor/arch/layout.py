@@ -47,21 +47,29 @@ def _per_layer_list(cfg: Cfg, key: str, n: int) -> list | None:
     return values
 
 
+def _flags(cfg: Cfg, key: str, values: list, maximum: int = 1) -> list[int]:
+    """A per-layer list of 0/1 flags (or layer indices up to `maximum`); anything else names the field."""
+    for i, v in enumerate(values):
+        if not isinstance(v, int) or not 0 <= v <= maximum:
+            raise ConfigError(f"{cfg.where}: field {key!r} entry {i} must be an integer in [0, {maximum}], got {v!r}")
+    return [int(v) for v in values]
+
+
 def _mixers(cfg: Cfg, n: int) -> list[str]:
     types = _per_layer_list(cfg, "layer_types", n)
     if types is not None:
         table = {"full_attention": "full", "sliding_attention": "sliding", "chunked_attention": "chunked",
                  "linear_attention": "linear", "mamba": "mamba", "attention": "full"}
-        bad = [t for t in types if t not in table]
+        bad = [t for t in types if not isinstance(t, str) or t not in table]
         if bad:
             raise ConfigError(f"{cfg.where}: field 'layer_types' has unknown kind {bad[0]!r}")
         return [table[t] for t in types]
     attn_types = _per_layer_list(cfg, "attn_type_list", n)
     if attn_types is not None:  # MiniMax: 1 = softmax attention, 0 = lightning (linear) attention
-        return ["full" if int(t) == 1 else "linear" for t in attn_types]
+        return ["full" if t == 1 else "linear" for t in _flags(cfg, "attn_type_list", attn_types)]
     hybrid = _per_layer_list(cfg, "hybrid_layer_pattern", n)
     if hybrid is not None:  # MiMo-V2: 1 = sliding-window layer, 0 = full
-        return ["sliding" if int(t) == 1 else "full" for t in hybrid]
+        return ["sliding" if t == 1 else "full" for t in _flags(cfg, "hybrid_layer_pattern", hybrid)]
     if cfg.has("full_attention_interval") and cfg.has("linear_num_value_heads"):
         k = cfg.int("full_attention_interval")
         return ["full" if (i + 1) % k == 0 else "linear" for i in range(n)]
@@ -80,7 +88,7 @@ def _chunked(cfg: Cfg, n: int) -> list[str]:
     nope = _per_layer_list(cfg, "no_rope_layers", n)
     if nope is None:
         nope = [int((i + 1) % 4 != 0) for i in range(n)]
-    return ["chunked" if int(flag) else "full" for flag in nope]
+    return ["chunked" if flag else "full" for flag in _flags(cfg, "no_rope_layers", nope)]
 
 
 def _mlps(cfg: Cfg, n: int) -> list[str]:
@@ -90,8 +98,8 @@ def _mlps(cfg: Cfg, n: int) -> list[str]:
         return ["both"] * n
     freq_list = _per_layer_list(cfg, "moe_layer_freq", n) if isinstance(cfg.raw("moe_layer_freq"), list) else None
     if freq_list is not None:
-        return ["moe" if int(f) else "dense" for f in freq_list]
-    only_dense = set(cfg.list("mlp_only_layers") or [])
+        return ["moe" if f else "dense" for f in _flags(cfg, "moe_layer_freq", freq_list)]
+    only_dense = set(_flags(cfg, "mlp_only_layers", cfg.list("mlp_only_layers") or [], maximum=n - 1))
     first_dense = cfg.int("first_k_dense_replace", 0, minimum=0)
     freq = cfg.int("moe_layer_freq", 1)
     step = cfg.int("interleave_moe_layer_step", 0, minimum=0) or cfg.int("decoder_sparse_step", 1)

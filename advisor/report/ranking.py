@@ -97,7 +97,7 @@ def plan_constraints(best: Case, cases: list[Case], hw: HardwareProfile) -> list
         p = c.plan
         if p.pp == 1 and p.dp == 1 and p.ep == 1 and p.tp in (2, 4, 8, hw.topology.num_gpus) and not c.runs:
             notes.append(f"TP{p.tp}: {c.reason}")
-    fitting = sorted((c for c in cases if c.runs), key=lambda c: c.plan.gpus)
+    fitting = sorted((c for c in cases if c.runs), key=lambda c: (c.plan.gpus, c.plan.dp, c.plan.pp, c.plan.ep))
     if fitting and fitting[0].plan.gpus == hw.topology.num_gpus:
         notes.append(f"needs all {hw.topology.num_gpus} GPUs of the node to hold its weights")
     elif fitting:

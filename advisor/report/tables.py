@@ -42,7 +42,7 @@ def predict_panel(d: dict[str, Any]) -> None:
     pg = d["per_gpu"]
     console.print(f"  per GPU: weights {gib(pg['weights_bytes'])}, KV room {gib(pg['kv_cache_bytes'])} "
                   f"({d['kv_cache_tokens']:,} tokens, {d['kv_cache_dtype']})")
-    console.print(f"  calibrated: {d['calibrated']['how']}")
+    console.print(f"  calibrated: {calibration_line(d['calibrated'])}")
 
 
 def rank_table(rows: list[dict[str, Any]], tail: list[dict[str, Any]], hw: HardwareProfile, q: Any) -> None:
@@ -72,4 +72,13 @@ def rank_table(rows: list[dict[str, Any]], tail: list[dict[str, Any]], hw: Hardw
         console.print(f"[bold]-  {d['model']}[/bold]: {d['reason']}")
     if len(rows) > 1:
         console.print(compare(rows[0], rows[1]))
-    console.print(f"calibrated: {rows[0]['calibrated']['how']}")
+    console.print(f"calibrated: {calibration_line(rows[0]['calibrated'])}")
+
+
+def calibration_line(cal: dict[str, Any]) -> str:
+    """Where the efficiency terms came from, in one line."""
+    if not cal.get("rows"):
+        return cal["how"]
+    cv = cal.get("cv", {}).get("tpot_ms") or cal.get("cv", {}).get("output_tok_s") or {}
+    err = f", held-out median error {cv['median_abs_pct']:.0f}%" if cv.get("median_abs_pct") is not None else ""
+    return f"{cal['how']} ({cal['hardware']}/{cal['engine']}, fitted on {cal['rows']} measured rows{err})"
