@@ -2,9 +2,10 @@
 
     python scripts/case_study.py [CSV] [--readme README.md]   # default CSV: ../shared/data/bench/case_study.csv
 
-Predictions: the cost model with `Terms()` priors (uncalibrated) and with the shipped calibration for the
+Predictions: the cost model with `Terms()` priors (uncalibrated); with the shipped calibration for the
 row's hardware and engine (fitted on these four rows and the public RTX PRO 6000 rows, so in-sample);
-vLLM defaults (`Settings()`). The CSV
+and held out: fitted on the public RTX PRO 6000 rows only (../shared/data/bench/public.csv, cleaned),
+never on these rows. vLLM defaults (`Settings()`). The CSV
 does not give input lengths: 1024 is assumed. Output length: the row's own (512 for the single-user
 rows) or else 1024. Error = (predicted - measured) / measured, signed.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +40,20 @@ ASSUMED_INPUT_LEN = 1024  # not stated in the case study
 DEFAULT_OUTPUT_LEN = 1024  # where the case study does not state it
 
 
-def predict(row: Measurement, calibrated: bool = False) -> tuple[dict[str, float] | None, str, int, int]:
+def held_out_terms(bench: Path) -> Terms:
+    """Terms fitted on the cleaned public RTX PRO 6000 vLLM rows only (none of the case-study rows)."""
+    from advisor.calibrate.public import clean_public, read_public, write_csv
+    from advisor.calibrate.store import read_calibration
+    from advisor.commands.calibrate import calibrate_doc
+
+    with tempfile.TemporaryDirectory() as tmp:
+        public, out = Path(tmp) / "public_clean.csv", Path(tmp) / "held_out.json"
+        write_csv(clean_public(read_public(bench / "public.csv")).kept, public)
+        calibrate_doc([str(public)], "rtx-pro-6000-server", "vllm", out)
+        return read_calibration(out).terms
+
+
+def predict(row: Measurement, terms: Terms | None = None) -> tuple[dict[str, float] | None, str, int, int]:
     """Predicted tpot_ms and output_tok_s for one row (None + reason when the plan cannot run)."""
     entry = lookup(row.model)
     if entry is None:
@@ -51,18 +66,18 @@ def predict(row: Measurement, calibrated: bool = False) -> tuple[dict[str, float
     case = make_case(entry.arch, plan, hw, settings)
     if not case.runs:
         return None, case.reason or "does not run", i, o
-    terms = terms_for(hw, "vllm")[0] if calibrated else Terms()
-    out = evaluate([case], hw, settings, terms, np.array([row.concurrency]), np.array([i]), np.array([o]))
+    out = evaluate([case], hw, settings, terms or Terms(), np.array([row.concurrency]), np.array([i]), np.array([o]))
     return {"tpot_ms": float(out["tpot_s"][0, 0, 0]) * 1e3,
             "output_tok_s": float(out["output_tok_s"][0, 0, 0])}, plan.label(), i, o
 
 
-def table(rows: list[Measurement]) -> list[str]:
-    lines = ["| Model | Plan | Users | In | Out | Metric | Measured | Predicted | Error | Calibrated | Error |",
-             "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+def table(rows: list[Measurement], held_out: Terms) -> list[str]:
+    lines = ["| Model | Plan | Users | In | Out | Metric | Measured | Predicted | Error | Calibrated | Error "
+             "| Held out | Error |", "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         pred, label, i, o = predict(row)
-        cal, _, _, _ = predict(row, calibrated=True)
+        cal, _, _, _ = predict(row, terms_for(load_profile(row.hardware), "vllm")[0])
+        out, _, _, _ = predict(row, held_out)
         i_txt = f"{i}" if row.input_len else f"{i}*"
         for metric, unit in (("tpot_ms", "TPOT ms"), ("output_tok_s", "output tok/s")):
             measured = getattr(row, metric)
@@ -70,12 +85,13 @@ def table(rows: list[Measurement]) -> list[str]:
                 continue
             if pred is None:
                 lines.append(f"| {row.model} | {label} | {row.concurrency} | {i_txt} | {o} | {unit} | "
-                             f"{measured:g} | - | - | - | - |")
+                             f"{measured:g} | - | - | - | - | - | - |")
                 continue
             err = (pred[metric] - measured) / measured * 100
             cells = f"{pred[metric]:.1f} | {err:+.0f}%"
-            if cal is not None:
-                cells += f" | {cal[metric]:.1f} | {(cal[metric] - measured) / measured * 100:+.0f}%"
+            for other in (cal, out):
+                if other is not None:
+                    cells += f" | {other[metric]:.1f} | {(other[metric] - measured) / measured * 100:+.0f}%"
             lines.append(f"| {row.model} | {label} | {row.concurrency} | {i_txt} | {o} | {unit} | "
                          f"{measured:g} | {cells} |")
     return lines
@@ -88,12 +104,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         data = read_measurements(args.csv)
-        lines = table(data.rows)
+        lines = table(data.rows, held_out_terms(Path(args.csv).resolve().parent))
     except AdvisorError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     note = (f"Predicted: uncalibrated (Terms() priors); Calibrated: the shipped rtx-pro-6000-server/vllm "
-            f"calibration, fitted on these rows and the public RTX PRO 6000 rows (in-sample). vLLM defaults. "
+            f"calibration, fitted on these rows and the public RTX PRO 6000 rows (in-sample); Held out: fitted on the "
+            f"public RTX PRO 6000 rows only, never on these. vLLM defaults. "
             f"* input length not in the CSV: {ASSUMED_INPUT_LEN} assumed; output length {DEFAULT_OUTPUT_LEN} "
             f"where the CSV gives none.")
     print("\n".join(lines))
