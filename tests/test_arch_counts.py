@@ -82,7 +82,12 @@ def _derived(arch: ModelArch, facts: dict[str, Any], key: str) -> float:
 
 # Qwen3-30B-A3B card says "3.3B activated"; counting its config gives 3.353B (embed + lm_head
 # 0.622B in full; 3.041B without both), outside [3.25, 3.35) under any convention in facts.toml.
-KNOWN_GAPS: dict[tuple[str, str], str] = {}  # (model, facts key) -> why the published figure is not met
+# (model, facts key) -> why the published figure is not met; the test fails if the gap closes
+KNOWN_GAPS: dict[tuple[str, str], str] = {
+    ("Qwen/Qwen3-30B-A3B", "active_range_b"):
+        "the card's 3.3B is below the 3.353B the config gives under every convention (full, without the "
+        "input embedding 3.04B); Qwen's cards are loose both ways (Qwen3-32B: 32.76B counted, 32.8B published)",
+}
 
 
 @pytest.mark.parametrize(("model_id", "key"), _range_cases())

@@ -59,6 +59,9 @@ def resolve(ref: str) -> Resolved:
     entry = catalog.lookup(repo)
     if entry is not None and revision is None:
         return Resolved(ref=ref, arch=entry.arch, source=f"catalog:{entry.id} ({hub_reason})")
+    if entry is not None:
+        raise AdvisorError(f"{ref}: {hub_reason}, and the bundled catalog cannot answer for a pinned revision "
+                           f"(it holds {entry.config_source}); drop @{revision} to use it")
     raise AdvisorError(f"{ref}: {hub_reason}, and it is not in the bundled catalog"
                        f" (`advisor inspect` with no model lists it)")
 
@@ -73,7 +76,7 @@ def _try_hub(repo: str, revision: str | None) -> Resolved | str:
     try:
         files = fetch_from_hub(repo, revision)
     except HubUnavailable as err:
-        return str(err)
+        return str(err).removeprefix(f"{repo}: ")
     arch = read_config(files.config, name=repo, where=f"{repo}/config.json", sidecar=files.quant_sidecar)
     return Resolved(ref=repo, arch=arch, source=files.source)
 
