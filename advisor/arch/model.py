@@ -86,6 +86,7 @@ class ModelArch(Frozen):
     allreduces_per_forward: int  # TP allreduces of [T, hidden] per forward, excl. the embedding's
     tiny_allreduces_per_forward: int = 0  # MiniMax-M2 fp32 QK-norm variance allreduces ([T, 2] fp32)
     moe: MoE | None = None
+    mlp_intermediate: int = 0  # dense MLP width (dense layers of dense models; MoE models: moe.dense_intermediate)
     weights: tuple[WeightGroup, ...]
     quant_block: tuple[int, int] | None = None
     quant_group_size: int | None = None

@@ -70,6 +70,7 @@ def read_config(data: dict[str, Any], *, name: str, where: str | None = None,
         tiny_allreduces_per_forward=sum(1 for layer in per_layer if layer.mixer in ("full", "sliding", "chunked"))
         if text.str("qk_norm_type") == "per_layer" else 0,
         moe=_moe(text, per_layer, experts),
+        mlp_intermediate=_dense_intermediate(text) if any(lay.mlp in ("dense", "both") for lay in per_layer) else 0,
         weights=weights,
         quant_block=quant.block,
         quant_group_size=quant.group_size,
@@ -81,6 +82,10 @@ def read_config(data: dict[str, Any], *, name: str, where: str | None = None,
         vision_params=vis,
         vision_bytes=vis * 2.0,  # vision towers stay BF16 (excluded from every scheme in data/configs)
     )
+
+
+def _dense_intermediate(cfg: Cfg) -> int:
+    return cfg.int("intermediate_size_mlp", 0, minimum=0) or cfg.int("intermediate_size", 0, minimum=0)
 
 
 def _first(values: list[Any] | None) -> str | None:
@@ -200,8 +205,7 @@ def _moe(cfg: Cfg, per_layer: list[Layer], experts: int) -> MoE | None:
     return MoE(num_experts=experts, experts_per_token=k, shared_experts=-(-shared // inter) if shared else 0,
                expert_intermediate=inter, shared_intermediate=shared, moe_layers=moe_layers,
                dense_layers=sum(1 for lay in per_layer if lay.mlp in ("dense", "both")),
-               dense_intermediate=cfg.int("intermediate_size_mlp", 0, minimum=0)
-               or cfg.int("intermediate_size", 0, minimum=0))
+               dense_intermediate=_dense_intermediate(cfg))
 
 
 def _mtp(cfg: Cfg, quant: QuantScheme, per_layer: list[Layer], experts: int, n: int) -> tuple[int, int, float]:

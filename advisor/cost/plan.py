@@ -72,7 +72,10 @@ def _shape_reason(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...])
     """Quantized shapes must split evenly into the format's blocks/groups on every rank."""
     fmts = {w.name: w.fmt for w in weights}
     moe = arch.moe
-    if moe is not None and "routed_experts" in fmts:
+    # FP4 MoE kernels pad each rank's intermediate up to their tile (formulas.md §6: MXFP4 backends round
+    # I/t to 64/128/256; NVFP4 gpt-oss runs at TP8 in silicon_dev.csv with 2880/8 = 360), so only
+    # block-FP8 and INT4 group shapes are hard limits.
+    if moe is not None and "routed_experts" in fmts and fmts["routed_experts"] not in ("nvfp4", "mxfp4"):
         per_rank = moe.expert_intermediate / plan.moe_tp
         need = _granule(fmts["routed_experts"], arch)
         if per_rank != int(per_rank) or need and int(per_rank) % need:
@@ -80,7 +83,7 @@ def _shape_reason(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...])
             hint = " (use a smaller TP or EP)" if plan.ep == 1 else ""
             return (f"{fmts['routed_experts']} experts: intermediate {moe.expert_intermediate}/{plan.moe_tp} "
                     f"({split}) = {per_rank:g} is not a multiple of {need}{hint}")
-    dense_i = moe.dense_intermediate if moe is not None else None
+    dense_i = moe.dense_intermediate if moe is not None else arch.mlp_intermediate
     if dense_i and "dense_mlp" in fmts:
         need = _granule(fmts["dense_mlp"], arch)
         if need and (dense_i % plan.tp or (dense_i // plan.tp) % need):

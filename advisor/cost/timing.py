@@ -41,12 +41,18 @@ def _by_group(comm: Comm, op: str, nbytes: np.ndarray, group: np.ndarray) -> np.
     return out
 
 
+# Largest CUDA graph vLLM captures by default: min(2 * max_num_seqs, 512) (`vllm/config/vllm.py:
+# _set_cudagraph_sizes`, formulas.md §4); bigger batches run eagerly, unpadded.
+MAX_CAPTURE_TOKENS = 512
+
+
 def pad_tokens(t: np.ndarray) -> np.ndarray:
-    """CUDA-graph padding: capture sizes [1, 2, 4] + range(8, 256, 8) + range(256, ..., 16)
-    (`vllm/config/vllm.py:_set_cudagraph_sizes`)."""
+    """CUDA-graph padding: capture sizes [1, 2, 4] + range(8, 256, 8) + range(256, 513, 16)
+    (`vllm/config/vllm.py:_set_cudagraph_sizes`); none above the largest capture size."""
     t = np.maximum(t, 1.0)
     small = 2.0 ** np.ceil(np.log2(t))
-    return np.where(t <= 4, small, np.where(t < 256, np.ceil(t / 8) * 8, np.ceil(t / 16) * 16))
+    padded = np.where(t <= 4, small, np.where(t < 256, np.ceil(t / 8) * 8, np.ceil(t / 16) * 16))
+    return np.where(t > MAX_CAPTURE_TOKENS, t, padded)
 
 
 def forward_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, tokens: np.ndarray,
