@@ -8,29 +8,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import catalog_arch
 
-from advisor.arch.model import ModelArch
-from advisor.catalog import lookup
 from advisor.cost.features import Features, plan_features
 from advisor.cost.plan import Plan
 from advisor.cost.predict import make_case
 from advisor.cost.timing import max_running
 from advisor.cost.workload import Settings
-from advisor.hardware import HardwareProfile, load_profile
+from advisor.hardware import HardwareProfile
 
 KIMI = "moonshotai/Kimi-K2.5"
 MINIMAX = "MiniMaxAI/MiniMax-M2.5"
 
 
-@pytest.fixture(scope="module")
-def hw() -> HardwareProfile:
-    return load_profile("rtx-pro-6000-server")
-
-
-def arch(model: str) -> ModelArch:
-    entry = lookup(model)
-    assert entry is not None, model
-    return entry.arch
+arch = catalog_arch
 
 
 def feats(model: str, plan: Plan, hw: HardwareProfile) -> Features:

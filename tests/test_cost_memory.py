@@ -9,29 +9,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import catalog_arch
 
-from advisor.arch.model import ModelArch
-from advisor.catalog import lookup
 from advisor.cost.memory import MemoryFit, memory_fit
 from advisor.cost.plan import Plan
 from advisor.cost.weights import requantize
 from advisor.cost.workload import Settings
-from advisor.hardware import HardwareProfile, load_profile
+from advisor.hardware import HardwareProfile
 
 KIMI = "moonshotai/Kimi-K2.5"
 MINIMAX = "MiniMaxAI/MiniMax-M2.5"
 LLAMA70 = "meta-llama/Llama-3.1-70B"
 
 
-@pytest.fixture(scope="module")
-def hw() -> HardwareProfile:
-    return load_profile("rtx-pro-6000-server")
-
-
-def arch(model: str) -> ModelArch:
-    entry = lookup(model)
-    assert entry is not None, model
-    return entry.arch
+arch = catalog_arch
 
 
 def fit(model: str, plan: Plan, hw: HardwareProfile, **settings: Any) -> MemoryFit:

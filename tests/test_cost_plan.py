@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import pytest
+from conftest import catalog_arch
 
-from advisor.arch.model import ModelArch
-from advisor.catalog import lookup
 from advisor.cost.plan import Plan, candidate_plans, invalid_reason
 from advisor.cost.predict import all_cases, make_case
 from advisor.cost.weights import requantize
 from advisor.cost.workload import Settings
-from advisor.hardware import HardwareProfile, load_profile
+from advisor.hardware import HardwareProfile
 
 MINIMAX = "MiniMaxAI/MiniMax-M2.5"
 KIMI = "moonshotai/Kimi-K2.5"
@@ -19,15 +18,7 @@ QWEN_FP8 = "Qwen/Qwen3-235B-A22B-FP8"
 LLAMA70 = "meta-llama/Llama-3.1-70B"
 
 
-@pytest.fixture(scope="module")
-def hw() -> HardwareProfile:
-    return load_profile("rtx-pro-6000-server")
-
-
-def arch(model: str) -> ModelArch:
-    entry = lookup(model)
-    assert entry is not None, model
-    return entry.arch
+arch = catalog_arch
 
 
 def reason(model: str, plan: Plan, gpus: int = 8) -> str | None:

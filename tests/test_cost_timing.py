@@ -10,16 +10,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import catalog_arch
 
-from advisor.arch.model import ModelArch
-from advisor.catalog import lookup
 from advisor.cost.features import Features, plan_features
 from advisor.cost.plan import Plan
 from advisor.cost.predict import Case, evaluate, make_case
 from advisor.cost.terms import Terms
 from advisor.cost.timing import comm_fn, forward_time, max_running, pad_tokens
 from advisor.cost.workload import Settings
-from advisor.hardware import HardwareProfile, load_profile
+from advisor.hardware import HardwareProfile
 
 KIMI = "moonshotai/Kimi-K2.5"
 KIMI_NVFP4 = "nvidia/Kimi-K2.5-NVFP4"
@@ -29,15 +28,7 @@ LLAMA70 = "meta-llama/Llama-3.1-70B"
 TERMS = Terms()
 
 
-@pytest.fixture(scope="module")
-def hw() -> HardwareProfile:
-    return load_profile("rtx-pro-6000-server")
-
-
-def arch(model: str) -> ModelArch:
-    entry = lookup(model)
-    assert entry is not None, model
-    return entry.arch
+arch = catalog_arch
 
 
 def case(model: str, plan: Plan, hw: HardwareProfile) -> Case:
