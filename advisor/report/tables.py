@@ -52,16 +52,16 @@ def rank_table(rows: list[dict[str, Any]], tail: list[dict[str, Any]], hw: Hardw
     what = {"latency": "single-user tok/s", "throughput": f"total tok/s at {q.concurrency} users",
             "goodput": "total tok/s within the limits"}[q.objective]
     table = Table(title=f"Ranked by {what} on {hw.name} ({q.input_len} in / {q.output_len} out)")
-    for col in ("#", "model", "plan", "KV room", "TTFT ms", "TPOT ms", "tok/s user", "tok/s total", "users",
-                "coll/step", "MB/token", "bound by"):
+    for col in ("#", "model", "plan", "users", "TTFT ms", "TPOT ms", "tok/s user / total", "KV tokens",
+                "coll/step", "MB/tok", "bound by"):
         table.add_column(col, overflow="fold")
     for d in rows:
-        table.add_row(str(d["rank"]), d["model"], d["plan"]["label"], f"{d['kv_cache_tokens']:,} tok",
-                      f"{d['ttft_ms']:,.0f}", f"{d['tpot_ms']:.1f}", f"{d['per_user_tok_s']:.0f}",
-                      f"{d['output_tok_s']:,.0f}", str(d["workload"]["concurrency"]), str(d["collectives_per_step"]),
-                      f"{d['allreduce_bytes_per_token'] / 1e6:.2f}", d["bottleneck"])
+        table.add_row(str(d["rank"]), d["model"], d["plan"]["label"], str(d["workload"]["concurrency"]),
+                      f"{d['ttft_ms']:,.0f}", f"{d['tpot_ms']:.1f}",
+                      f"{d['per_user_tok_s']:.0f} / {d['output_tok_s']:,.0f}", _count(d["kv_cache_tokens"]),
+                      str(d["collectives_per_step"]), f"{d['allreduce_bytes_per_token'] / 1e6:.2f}", d["bottleneck"])
     for d in tail:
-        table.add_row("-", d["model"], "-", "-", "-", "-", "-", "-", "-", "-", "-", "does not run")
+        table.add_row("-", d["model"], "-", "-", "-", "-", "-", "-", "-", "-", "does not run")
     console.print(table)
     for d in rows:
         console.print(f"[bold]{d['rank']}. {d['model']}[/bold]: {d['why']}")
@@ -82,3 +82,7 @@ def calibration_line(cal: dict[str, Any]) -> str:
     cv = cal.get("cv", {}).get("tpot_ms") or cal.get("cv", {}).get("output_tok_s") or {}
     err = f", held-out median error {cv['median_abs_pct']:.0f}%" if cv.get("median_abs_pct") is not None else ""
     return f"{cal['how']} ({cal['hardware']}/{cal['engine']}, fitted on {cal['rows']} measured rows{err})"
+
+
+def _count(n: float) -> str:
+    return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e3 else f"{n:.0f}"
