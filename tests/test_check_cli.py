@@ -94,3 +94,19 @@ def test_check_silicon_dev_predicts_most_rows(shared_dir: Path) -> None:
     unpredicted = [row for row in doc["rows"] if row["predicted"] is None]
     assert all(row["reason"] for row in unpredicted)
     assert doc["summary"]["overall"]["predicted"] > 1400
+
+
+def test_condition_flags_fill_what_a_vllm_bench_json_lacks(tmp_path: Path) -> None:
+    # a `vllm bench serve --save-result` file without --metadata holds no hardware or plan: the row is
+    # rejected for it, and --hw/--tp supply it (the file's own values would win)
+    raw = json.loads((Path(__file__).parent / "fixtures" / "bench" / "vllm_bench_serve.json").read_text())
+    for key in ("hardware", "tp"):
+        raw.pop(key)
+    bare = tmp_path / "bench.json"
+    bare.write_text(json.dumps(raw))
+    without = json.loads(_cli("check", str(bare), "--json").stdout)
+    assert without["rows"][0]["predicted"] is None and "hardware" in without["rows"][0]["reason"]
+    done = _cli("check", str(bare), "--json", "--hw", "rtx-pro-6000-server", "--tp", "4")
+    row = json.loads(done.stdout)["rows"][0]
+    assert row["input"]["hardware"] == "rtx-pro-6000-server" and row["input"]["tp"] == 4
+    assert row["predicted"] is not None and row["measured"]["tpot_ms"] == 28.7

@@ -83,3 +83,19 @@ def check_lengths(arch_max: int, model: str, input_len: int, output_len: int, co
 
 def plan_doc(plan: Plan) -> dict[str, Any]:
     return {"tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "ep": plan.ep, "label": plan.label(), "gpus": plan.gpus}
+
+
+def measurement_defaults(model: str | None, hw: str | None, engine: str | None, tp: int | None, pp: int | None,
+                         dp: int | None, ep: int | None, concurrency: int | None,
+                         weight_dtype: str | None) -> dict[str, Any]:
+    """Conditions a measurement file does not hold (a vLLM `bench serve` JSON has no hardware or plan);
+    the file's own values win (`read_measurements(defaults=...)`)."""
+    given = {"model": model, "hardware": hw, "engine": engine, "tp": tp, "pp": pp, "dp": dp, "ep": ep,
+             "concurrency": concurrency, "weight_dtype": weight_dtype}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+COND_MODEL = typer.Option(None, "--model", help="Model of rows that do not name one.")
+COND_HW = typer.Option(None, "--hw", help="Hardware of rows that do not name one (e.g. vLLM bench JSON).")
+COND_ENGINE = typer.Option(None, "--engine", help="Engine of rows that do not name one.")
+COND_CONC = typer.Option(None, "--concurrency", help="Concurrency of rows that do not state it.")

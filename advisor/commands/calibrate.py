@@ -19,18 +19,24 @@ def register(app: typer.Typer) -> None:
         hw: str = typer.Option(..., "--hw", help="Hardware profile id the rows were measured on."),
         engine: str = typer.Option("vllm", "--engine", help="vllm, sglang or trtllm."),
         output: Path = typer.Option(..., "-o", "--output", help="Calibration JSON to write."),
-        json_out: bool = opt.JSON,
+        json_out: bool = opt.JSON, model: str | None = opt.COND_MODEL,
+        tp: int | None = typer.Option(None, "--tp"), pp: int | None = typer.Option(None, "--pp"),
+        dp: int | None = typer.Option(None, "--dp"), ep: int | None = typer.Option(None, "--ep"),
+        concurrency: int | None = opt.COND_CONC, weight_dtype: str | None = opt.WEIGHT_DTYPE,
     ) -> None:
-        """Fit bounded efficiency terms to measured rows; report bounds hit, CV error, rows used/rejected."""
+        """Fit bounded efficiency terms to measured rows; report bounds hit, CV error, rows used/rejected.
+        --hw/--engine select the rows and also fill them in for files that do not name them."""
         require(engine in ("vllm", "sglang", "trtllm"), "--engine", f"{engine!r} is not vllm, sglang or trtllm")
-        doc = calibrate_doc(measurements, hw, engine, output)
+        defaults = opt.measurement_defaults(model, hw, engine, tp, pp, dp, ep, concurrency, weight_dtype)
+        doc = calibrate_doc(measurements, hw, engine, output, defaults)
         if json_out:
             print_json(doc)
         else:
             _print(doc)
 
 
-def calibrate_doc(files: list[str], hw: str, engine: str, output: Path) -> dict[str, Any]:
+def calibrate_doc(files: list[str], hw: str, engine: str, output: Path,
+                  defaults: dict[str, Any] | None = None) -> dict[str, Any]:
     """Fit, write `output`, and return the JSON report (terms, refused, bounds hit, cv, rows used/rejected)."""
     from advisor.calibrate.fit import METHOD, describe, fit_bucket
     from advisor.calibrate.measurements import read_measurements
@@ -40,7 +46,7 @@ def calibrate_doc(files: list[str], hw: str, engine: str, output: Path) -> dict[
     from advisor.hardware import load_profile
 
     profile = load_profile(hw)
-    sets = [read_measurements(f) for f in files]
+    sets = [read_measurements(f, defaults=defaults) for f in files]
     mine = [r for s in sets for r in s.rows if r.hardware == profile.id and engine_label(r) == engine]
     rejected = [{"file": r.file, "row": r.row, "reason": r.reason} for s in sets for r in s.rejected]
     preds, buckets = prepare(mine)

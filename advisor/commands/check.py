@@ -18,16 +18,22 @@ def register(app: typer.Typer) -> None:
     def check(
         measurements: list[str] = typer.Argument(..., help="Measurement CSV (DESIGN §3.4) or vLLM bench JSON."),
         calibration: str | None = opt.CALIBRATION, json_out: bool = opt.JSON,
+        model: str | None = opt.COND_MODEL, hw: str | None = opt.COND_HW, engine: str | None = opt.COND_ENGINE,
+        tp: int | None = typer.Option(None, "--tp"), pp: int | None = typer.Option(None, "--pp"),
+        dp: int | None = typer.Option(None, "--dp"), ep: int | None = typer.Option(None, "--ep"),
+        concurrency: int | None = opt.COND_CONC, weight_dtype: str | None = opt.WEIGHT_DTYPE,
     ) -> None:
-        """Compare predictions with measured TTFT, TPOT and tok/s; rows that cannot be predicted say why."""
-        doc = check_doc(measurements, calibration)
+        """Compare predictions with measured TTFT, TPOT and tok/s; rows that cannot be predicted say why.
+        The condition flags fill what a file does not hold (a vLLM bench JSON has no hardware or plan)."""
+        defaults = opt.measurement_defaults(model, hw, engine, tp, pp, dp, ep, concurrency, weight_dtype)
+        doc = check_doc(measurements, calibration, defaults)
         if json_out:
             print_json(doc)
         else:
             _print(doc)
 
 
-def check_doc(files: list[str], calibration: str | None) -> dict[str, Any]:
+def check_doc(files: list[str], calibration: str | None, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
     """The `check` JSON document: rows (input, measured, predicted, error_pct, reason, calibrated) + summary."""
     from advisor.calibrate.measurements import read_measurements
     from advisor.calibrate.predict_rows import METRIC_KEYS, error_pct, fill, prepare
@@ -40,7 +46,7 @@ def check_doc(files: list[str], calibration: str | None) -> dict[str, Any]:
         from advisor.calibrate.store import read_calibration
 
         read_calibration(Path(calibration))  # a corrupted file is an error even when no row uses it
-    sets = [read_measurements(f) for f in files]
+    sets = [read_measurements(f, defaults=defaults) for f in files]
     preds, buckets = prepare([r for s in sets for r in s.rows])
     terms, how = {}, {}
     for key, b in buckets.items():
