@@ -323,3 +323,28 @@ def test_module_import_does_not_load_huggingface_hub() -> None:
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )
     assert proc.stdout.strip() == "False", proc.stderr
+
+
+DENSE_CONFIG = {  # made up: 2 layers, hidden 64, 4 heads of 16, 2 KV heads, MLP 128, vocab 100
+    "architectures": ["TinyDenseForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100,
+    "max_position_embeddings": 4096,
+}
+
+
+def test_cli_inspect_reads_a_hub_repo_through_huggingface_hub(hub: Hub) -> None:
+    # end to end: advisor inspect -> sources.resolve -> fetch_from_hub -> the local server
+    weights = {"model.embed_tokens.weight": ("BF16", [100, 64])}
+    hub.server.repos["acme/tiny-dense"] = FakeRepo(
+        files={"config.json": json.dumps(DENSE_CONFIG).encode(), "model.safetensors": safetensors_bytes(weights)},
+        sha=_sha("tiny-dense"))
+    proc = subprocess.run([sys.executable, "-m", "advisor.cli", "inspect", "acme/tiny-dense", "--json"],
+                          capture_output=True, text=True, env=hub.env(), cwd=REPO_ROOT, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)[0]
+    assert doc["source"] == f"hub:acme/tiny-dense@{_sha('tiny-dense')}"
+    # per layer: q 64*64 + k,v 2*64*32 + o 64*64 = 12,288; MLP 3*64*128 = 24,576; norms 2*64
+    # plus embed and lm_head 2*100*64 and the final norm 64
+    assert doc["total_params"] == 2 * (12_288 + 24_576 + 128) + 2 * 100 * 64 + 64
+    assert doc["attention"] == "gqa" and doc["kv_bytes_per_token"] == 2 * 2 * 2 * 16 * 2
+    assert doc["checkpoint_elements_by_dtype"] == {"BF16": 6400}

@@ -32,6 +32,7 @@ class Resolved(BaseModel):
     ref: str
     arch: ModelArch
     source: str  # "local:PATH" | "hub:ORG/NAME@REV" | "hub-cache:..." | "catalog:ORG/NAME"
+    safetensors_params: dict[str, int] | None = None  # elements per dtype in the repo's weights (Hub only)
 
 
 def resolve(ref: str) -> Resolved:
@@ -78,7 +79,7 @@ def _try_hub(repo: str, revision: str | None) -> Resolved | str:
     except HubUnavailable as err:
         return str(err).removeprefix(f"{repo}: ")
     arch = read_config(files.config, name=repo, where=f"{repo}/config.json", sidecar=files.quant_sidecar)
-    return Resolved(ref=repo, arch=arch, source=files.source)
+    return Resolved(ref=repo, arch=arch, source=files.source, safetensors_params=files.safetensors_params)
 
 
 def _split_revision(ref: str) -> tuple[str, str | None]:

@@ -35,6 +35,9 @@ def inspect_doc(r: Resolved) -> dict[str, Any]:
         "window_kv_bytes_per_sequence": a.window_kv_bytes_per_seq(),
         "state_bytes_per_sequence": a.state_bytes_per_seq(), "max_context": a.max_context,
         "allreduces_per_forward": a.allreduces_per_forward + 1 + a.tiny_allreduces_per_forward,
+        # what the Hub's safetensors headers count (packed 4-bit formats count packed elements; MTP and
+        # vision included): a cross-check of total_params, null unless read from the Hub
+        "checkpoint_elements_by_dtype": r.safetensors_params,
     }
 
 
