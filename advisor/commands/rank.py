@@ -41,20 +41,8 @@ def register(app: typer.Typer) -> None:
         from advisor.report.ranking import Query
         from advisor.report.ranking import rank as do_rank
 
-        require(objective in ("latency", "throughput", "goodput"), "--objective",
-                f"{objective!r} is not latency, throughput or goodput")
-        if objective != "goodput" and (max_tpot_ms is not None or max_ttft_ms is not None):
-            raise AdvisorError(f"--max-tpot-ms/--max-ttft-ms only apply to --objective goodput, not {objective}")
-        if objective == "goodput":
-            require(max_tpot_ms is not None or max_ttft_ms is not None, "--objective goodput",
-                    "needs --max-tpot-ms and/or --max-ttft-ms")
-        for flag, v in (("--max-tpot-ms", max_tpot_ms), ("--max-ttft-ms", max_ttft_ms)):
-            require(v is None or v > 0, flag, f"{v} must be > 0")
-        for flag, n in (("--concurrency", concurrency), ("--input-len", input_len), ("--output-len", output_len)):
-            require(n >= 1, flag, f"{n} must be >= 1")  # global: checked once, before any model
-        require(not (json_out and csv_out), "--json/--csv", "choose one output form")
-        if plot is not None:
-            require(plot.lower().endswith((".png", ".svg")), "--plot", f"{plot}: give a .png or .svg file name")
+        q = Query(objective, concurrency, input_len, output_len, max_tpot_ms, max_ttft_ms)
+        _validate(q, json_out, csv_out, plot)
         profile = opt.hardware(hw, gpus)
         # models whose context is too short for the request are dropped below
         settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine,
@@ -69,7 +57,6 @@ def register(app: typer.Typer) -> None:
             except AdvisorError as err:
                 unknown.append({"model": r.arch.model, "fits": False, "reason": str(err)})
         terms, calibrated = terms_for(profile, engine, calibration)
-        q = Query(objective, concurrency, input_len, output_len, max_tpot_ms, max_ttft_ms)
         rows, unfit = do_rank(good, profile, settings, terms, q, calibrated, gpus, all_plans)
         if not rows:
             why = "; ".join(d["reason"] if d["reason"].startswith(d["model"]) else f"{d['model']}: {d['reason']}"
@@ -88,6 +75,24 @@ def register(app: typer.Typer) -> None:
             from advisor.report.tables import rank_table
 
             rank_table(rows, tail, profile, q)
+
+
+def _validate(q: Any, json_out: bool, csv_out: bool, plot: str | None) -> None:
+    """Flag checks before any model is read: one line naming the flag (exit 2)."""
+    require(q.objective in ("latency", "throughput", "goodput"), "--objective",
+            f"{q.objective!r} is not latency, throughput or goodput")
+    if q.objective != "goodput" and (q.max_tpot_ms is not None or q.max_ttft_ms is not None):
+        raise AdvisorError(f"--max-tpot-ms/--max-ttft-ms only apply to --objective goodput, not {q.objective}")
+    if q.objective == "goodput":
+        require(q.max_tpot_ms is not None or q.max_ttft_ms is not None, "--objective goodput",
+                "needs --max-tpot-ms and/or --max-ttft-ms")
+    for flag, v in (("--max-tpot-ms", q.max_tpot_ms), ("--max-ttft-ms", q.max_ttft_ms)):
+        require(v is None or v > 0, flag, f"{v} must be > 0")
+    for flag, n in (("--concurrency", q.concurrency), ("--input-len", q.input_len), ("--output-len", q.output_len)):
+        require(n >= 1, flag, f"{n} must be >= 1")  # global: checked once, before any model
+    require(not (json_out and csv_out), "--json/--csv", "choose one output form")
+    if plot is not None:
+        require(plot.lower().endswith((".png", ".svg")), "--plot", f"{plot}: give a .png or .svg file name")
 
 
 def _resolve_all(models: list[str] | None) -> tuple[list[Any], list[dict[str, Any]]]:
