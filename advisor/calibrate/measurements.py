@@ -18,31 +18,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from advisor.calibrate import vllm_json
+from advisor.calibrate.columns import COLUMNS, METRICS, REQUIRED_COLUMNS
 from advisor.errors import AdvisorError
 
 WeightDtype = Literal["bf16", "fp8", "int4", "nvfp4", "mxfp4"]
 Engine = Literal["vllm", "sglang", "trtllm"]
 
-COLUMNS: tuple[str, ...] = (
-    "model",
-    "hardware",
-    "engine",
-    "engine_version",
-    "weight_dtype",
-    "tp",
-    "pp",
-    "dp",
-    "ep",
-    "concurrency",
-    "input_len",
-    "output_len",
-    "ttft_ms",
-    "tpot_ms",
-    "output_tok_s",
-    "source",
-)
-REQUIRED_COLUMNS: tuple[str, ...] = ("model", "hardware", "tp", "concurrency")
-METRICS: tuple[str, ...] = ("ttft_ms", "tpot_ms", "output_tok_s")
 _PLAN = ("tp", "pp", "dp", "ep")
 _LENGTHS = ("input_len", "output_len")
 

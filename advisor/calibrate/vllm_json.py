@@ -14,23 +14,12 @@ import math
 from pathlib import Path
 from typing import Any
 
+from advisor.calibrate.columns import COLUMNS, METRICS
 from advisor.errors import AdvisorError
 
 # §3.4 columns a `--metadata KEY=VALUE` pair may carry (the measurement columns come from the
 # benchmark's own fields below).
-_METADATA_COLUMNS = (
-    "model",
-    "hardware",
-    "engine",
-    "engine_version",
-    "weight_dtype",
-    "tp",
-    "pp",
-    "dp",
-    "ep",
-    "concurrency",
-    "source",
-)
+_METADATA_COLUMNS = tuple(c for c in COLUMNS if c not in METRICS and c not in ("input_len", "output_len"))
 _METRIC_FIELDS = {"ttft_ms": "mean_ttft_ms", "tpot_ms": "mean_tpot_ms", "output_tok_s": "output_throughput"}
 
 BenchRow = tuple[int, dict[str, str], str | None]

@@ -1,0 +1,24 @@
+"""The measurement schema of DESIGN.md §3.4: its columns, which are required, which are measured."""
+
+from __future__ import annotations
+
+COLUMNS: tuple[str, ...] = (
+    "model",
+    "hardware",
+    "engine",
+    "engine_version",
+    "weight_dtype",
+    "tp",
+    "pp",
+    "dp",
+    "ep",
+    "concurrency",
+    "input_len",
+    "output_len",
+    "ttft_ms",
+    "tpot_ms",
+    "output_tok_s",
+    "source",
+)
+REQUIRED_COLUMNS: tuple[str, ...] = ("model", "hardware", "tp", "concurrency")
+METRICS: tuple[str, ...] = ("ttft_ms", "tpot_ms", "output_tok_s")
