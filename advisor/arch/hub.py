@@ -62,16 +62,20 @@ class _HubEnv(NamedTuple):
     offline: bool
 
 
-def validate_repo_id(repo_id: str) -> None:
-    """Reject anything but ORG/NAME in the Hub's character set (no '..', '--', '\\', leading '/')."""
-    ok = (
+def is_repo_id(repo_id: str) -> bool:
+    """ORG/NAME in the Hub's character set (no '..', '--', '\\', leading '/', '.git')."""
+    return (
         isinstance(repo_id, str)
         and _REPO_ID.fullmatch(repo_id) is not None
         and ".." not in repo_id
         and "--" not in repo_id
         and not repo_id.endswith(".git")
     )
-    if not ok:
+
+
+def validate_repo_id(repo_id: str) -> None:
+    """Reject anything but ORG/NAME (see `is_repo_id`)."""
+    if not is_repo_id(repo_id):
         raise AdvisorError(
             f"model reference {repo_id!r}: a Hub repo id must be ORG/NAME (letters, digits, . _ -)"
         )

@@ -8,7 +8,6 @@ milliseconds instead of huggingface_hub's retry loop (tens of seconds).
 from __future__ import annotations
 
 import os
-import re
 import socket
 from functools import cache
 from pathlib import Path
@@ -17,12 +16,12 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict
 
 from advisor.arch.fields import ConfigError
+from advisor.arch.hub import is_repo_id
 from advisor.arch.local import read_local
 from advisor.arch.model import ModelArch
 from advisor.arch.reader import read_config
 from advisor.errors import AdvisorError
 
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
 _PROBE_TIMEOUT_S = 1.5
 
 
@@ -43,7 +42,7 @@ def resolve(ref: str) -> Resolved:
         return Resolved(ref=ref, arch=read_config(data, name=ref, where=str(config), sidecar=sidecar),
                         source=f"local:{config}")
     repo, revision = _split_revision(ref)
-    if _looks_like_path(ref) or not _REPO_ID.match(repo) or ".." in repo:
+    if _looks_like_path(ref) or not is_repo_id(repo):
         if _looks_like_path(ref):
             raise ConfigError(f"{ref}: no such file or directory")
         from advisor import catalog

@@ -81,9 +81,6 @@ def check_lengths(arch_max: int, model: str, input_len: int, output_len: int, co
             f"{input_len}+{output_len} tokens exceed --max-model-len {limit}")
 
 
-def plan_doc(plan: Plan) -> dict[str, Any]:
-    return {"tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "ep": plan.ep, "label": plan.label(), "gpus": plan.gpus}
-
 
 def measurement_defaults(model: str | None, hw: str | None, engine: str | None, tp: int | None, pp: int | None,
                          dp: int | None, ep: int | None, concurrency: int | None,

@@ -7,7 +7,6 @@ from advisor.cost.plan import Plan
 
 LINEAR = {"attn", "attn_replicated", "indexer", "linear_attn", "mamba", "dense_mlp", "routed_experts",
           "shared_experts"}
-LAYER_GROUPS_EXCL_VOCAB = {"embed", "lm_head"}
 
 
 def requantize(arch: ModelArch, weight_dtype: str | None) -> tuple[WeightGroup, ...]:

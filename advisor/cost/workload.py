@@ -6,8 +6,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from advisor.arch.formats import WEIGHT_DTYPES
-
 # vLLM `engine/arg_utils.py:_get_default_max_num_seqs_and_batched_tokens` (formulas.md §4): the OpenAI
 # server on GPUs with >= 70 GiB uses max_num_batched_tokens 8192 and max_num_seqs 1024 (256 / 2048 below).
 BIG_GPU_BYTES = 70 * 2**30
@@ -39,9 +37,3 @@ class Settings(BaseModel):
     def model_len(self, max_context: int) -> int:
         return self.max_model_len or min(max_context, DEFAULT_MAX_MODEL_LEN)
 
-
-def check_weight_dtype(value: str | None) -> None:
-    from advisor.errors import AdvisorError
-
-    if value is not None and value not in WEIGHT_DTYPES:
-        raise AdvisorError(f"--weight-dtype: {value!r} is not one of {', '.join(WEIGHT_DTYPES)}")

@@ -6,13 +6,17 @@ from typing import Any
 
 import numpy as np
 
-from advisor.commands._options import plan_doc
+from advisor.cost.plan import Plan
 from advisor.cost.predict import Case
 from advisor.hardware import HardwareProfile
 
 BREAKDOWN = ("weights", "kv", "compute", "comm", "overhead")
 BOTTLENECK_WORD = {"weights": "weight reads (memory)", "kv": "KV reads (memory)", "compute": "compute",
                    "comm": "communication", "overhead": "fixed overheads"}
+
+
+def plan_doc(plan: Plan) -> dict[str, Any]:
+    return {"tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "ep": plan.ep, "label": plan.label(), "gpus": plan.gpus}
 
 
 def fit_doc(case: Case, hw: HardwareProfile, source: str) -> dict[str, Any]:
