@@ -1,6 +1,6 @@
 """Regenerate the bundled catalog from HF config files.
 
-    python scripts/build_catalog.py ../shared/data/configs [--out advisor/catalog/entries]
+    python scripts/build_catalog.py tests/data/configs [--out advisor/catalog/entries]
 
 Each model in advisor/catalog/facts.toml names its config file (and ModelOpt sidecar) in CONFIG_DIR;
 the entry holds the normalized architecture and the published facts, never the config itself.

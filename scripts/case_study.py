@@ -1,10 +1,10 @@
-"""Print the case-study points (8x RTX PRO 6000, DESIGN.md §5) next to the model's predictions.
+"""Print the case-study points (8x RTX PRO 6000) next to the model's predictions.
 
-    python scripts/case_study.py [CSV] [--readme README.md]   # default CSV: ../shared/data/bench/case_study.csv
+    python scripts/case_study.py [CSV] [--readme README.md]   # default CSV: advisor/examples/case_study.csv
 
 Predictions: the cost model with `Terms()` priors (uncalibrated); with the shipped calibration for the
 row's hardware and engine (fitted on these four rows and the public RTX PRO 6000 rows, so in-sample);
-and held out: fitted on the public RTX PRO 6000 rows only (../shared/data/bench/public.csv, cleaned),
+and held out: fitted on the public RTX PRO 6000 rows only (tests/data/bench/public_clean.csv),
 never on these rows. vLLM defaults (`Settings()`). The CSV
 does not give input lengths: 1024 is assumed. Output length: the row's own (512 for the single-user
 rows) or else 1024. Error = (predicted - measured) / measured, signed.
@@ -35,21 +35,20 @@ from advisor.cost.workload import Settings  # noqa: E402
 from advisor.errors import AdvisorError  # noqa: E402
 from advisor.hardware import load_profile  # noqa: E402
 
-CSV = REPO.parent / "shared" / "data" / "bench" / "case_study.csv"
+CSV = REPO / "advisor" / "examples" / "case_study.csv"
+PUBLIC_CLEAN = REPO / "tests" / "data" / "bench" / "public_clean.csv"
 ASSUMED_INPUT_LEN = 1024  # not stated in the case study
 DEFAULT_OUTPUT_LEN = 1024  # where the case study does not state it
 
 
-def held_out_terms(bench: Path) -> Terms:
+def held_out_terms() -> Terms:
     """Terms fitted on the cleaned public RTX PRO 6000 vLLM rows only (none of the case-study rows)."""
-    from advisor.calibrate.public import clean_public, read_public, write_csv
     from advisor.calibrate.store import read_calibration
     from advisor.commands.calibrate import calibrate_doc
 
     with tempfile.TemporaryDirectory() as tmp:
-        public, out = Path(tmp) / "public_clean.csv", Path(tmp) / "held_out.json"
-        write_csv(clean_public(read_public(bench / "public.csv")).kept, public)
-        calibrate_doc([str(public)], "rtx-pro-6000-server", "vllm", out)
+        out = Path(tmp) / "held_out.json"
+        calibrate_doc([str(PUBLIC_CLEAN)], "rtx-pro-6000-server", "vllm", out)
         return read_calibration(out).terms
 
 
@@ -99,12 +98,12 @@ def table(rows: list[Measurement], held_out: Terms) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("csv", nargs="?", default=str(CSV), help="measurement CSV (DESIGN.md §3.4 columns)")
+    ap.add_argument("csv", nargs="?", default=str(CSV), help="measurement CSV (the columns of `advisor check --help`)")
     ap.add_argument("--readme", type=Path, help="README whose case-study block to replace")
     args = ap.parse_args(argv)
     try:
         data = read_measurements(args.csv)
-        lines = table(data.rows, held_out_terms(Path(args.csv).resolve().parent))
+        lines = table(data.rows, held_out_terms())
     except AdvisorError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -1,6 +1,6 @@
-"""Clean data/bench/public.csv (wide, annotated) into the §3.4 measurement CSV.
+"""Clean tests/data/bench/public.csv (wide, annotated) into the measurement CSV that `advisor check` reads.
 
-Usage: python scripts/clean_public.py ../shared/data/bench/public.csv -o OUT.csv
+Usage: python scripts/clean_public.py tests/data/bench/public.csv -o tests/data/bench/public_clean.csv
 Prints kept/dropped counts with reasons to stderr; the mapping lives in advisor/calibrate/public.py.
 """
 
@@ -19,8 +19,8 @@ from advisor.errors import AdvisorError  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, clean, write atomically, report to stderr; exit 2 on bad input."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("input", type=Path, help="public.csv (wide schema, see public_notes.md)")
-    parser.add_argument("-o", "--output", type=Path, required=True, help="cleaned §3.4 CSV to write")
+    parser.add_argument("input", type=Path, help="public.csv (wide schema, see tests/data/bench/README.md)")
+    parser.add_argument("-o", "--output", type=Path, required=True, help="cleaned measurement CSV to write")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every dropped row")
     args = parser.parse_args(argv)
     try:

@@ -1,4 +1,4 @@
-"""Shared fixtures. `../shared` (reference data next to the repo) is read at run time, never copied."""
+"""Shared fixtures. Reference data lives in the repo: `tests/data/` (sources and licences in its README)."""
 
 from __future__ import annotations
 
@@ -10,20 +10,23 @@ from advisor.arch.model import ModelArch
 from advisor.hardware import HardwareProfile
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+DATA = REPO / "tests" / "data"
+CONFIGS = DATA / "configs"
+BENCH = DATA / "bench"
+COLLECTIVES = DATA / "collectives"
+CASE_STUDY = REPO / "advisor" / "examples" / "case_study.csv"
 
 
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    """../shared next to the repo (CI has it; the tests need it, so they never skip)."""
-    assert SHARED.is_dir(), f"{SHARED} is missing: the tests read reference data from ../shared"
-    return SHARED
+def configs_dir() -> Path:
+    """tests/data/configs: HF config.json corpus (INDEX.md) with ModelOpt sidecars in _sidecars/."""
+    return CONFIGS
 
 
 @pytest.fixture(scope="session")
-def configs_dir(shared_dir: Path) -> Path:
-    """../shared/data/configs: HF config.json corpus (INDEX.md) with ModelOpt sidecars in _sidecars/."""
-    return shared_dir / "data" / "configs"
+def bench_dir() -> Path:
+    """tests/data/bench: measured serving rows (silicon_dev.csv, public.csv and its cleaned rows)."""
+    return BENCH
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """Bad config input: one AdvisorError naming the file and the field, never another exception.
-Includes a hypothesis test that mutates the real configs in ../shared/data/configs."""
+Includes a hypothesis test that mutates the real configs in tests/data/configs."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from advisor.arch.reader import read_config
 from advisor.arch.sources import resolve
 from advisor.errors import AdvisorError
 
-CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "data" / "configs"
+CONFIGS = Path(__file__).resolve().parent / "data" / "configs"
 LLAMA = "meta-llama--Llama-3.1-8B.json"
 
 

@@ -1,5 +1,5 @@
-"""Parameter counts, weight formats and bytes derived from the real configs in ../shared/data/configs,
-checked against the published figures (advisor/catalog/facts.toml, sources in ../shared/data/configs/INDEX.md)
+"""Parameter counts, weight formats and bytes derived from the real configs in tests/data/configs,
+checked against the published figures (advisor/catalog/facts.toml, sources in tests/data/configs/INDEX.md)
 within the rounding each published figure allows."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from advisor.arch.quant import _Ignore, _matches, parse_quant
 from advisor.arch.reader import read_config
 from advisor.catalog.build import build_entry, load_facts
 
-CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "data" / "configs"
+CONFIGS = Path(__file__).resolve().parent / "data" / "configs"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "configs"
 FACTS = load_facts()
 B = 1e9
@@ -133,7 +133,7 @@ def test_deepseek_v3(configs_dir: Path) -> None:
     a = read_shared(configs_dir, "deepseek-ai--DeepSeek-V3.json")
     # README: 671B main model + 14B MTP = 685B on HF; 37B activated
     assert 670.5 * B <= a.total_params < 671.5 * B
-    assert 13.4 * B <= a.mtp_params < 14.5 * B  # formulas.md §8: 13.5-14 B (own embed + head copies)
+    assert 13.4 * B <= a.mtp_params < 14.5 * B  # DeepSeek-V3 README 13.5-14 B (own embed + head copies)
     assert a.mtp_layers == 1
     # 37B activated: the count without the input embedding (0.93B) rounds to it; with it, 37.55B -> 38B
     assert 36.5 * B <= a.active_params_excl_embedding < 37.5 * B
@@ -182,7 +182,7 @@ def _formats(a: ModelArch) -> dict[str, set[str]]:
 
 def test_kimi_k25_only_routed_experts_int4(configs_dir: Path) -> None:
     f = _formats(read_shared(configs_dir, "moonshotai--Kimi-K2.5.json"))
-    # compressed-tensors ignore list: lm_head, self_attn, shared_experts, dense mlp (formulas.md §6)
+    # compressed-tensors ignore list: lm_head, self_attn, shared_experts, dense mlp (vLLM quant methods)
     assert f["routed_experts"] == {"int4-g32"}
     for group in ("attn", "attn_replicated", "shared_experts", "dense_mlp", "embed", "lm_head", "router"):
         assert f[group] == {"bf16"}, group
@@ -211,7 +211,7 @@ def test_gpt_oss_experts_mxfp4_attention_bf16(configs_dir: Path) -> None:
 def test_minimax_m25_attention_fp8_block(configs_dir: Path) -> None:
     a = read_shared(configs_dir, "MiniMaxAI--MiniMax-M2.5.json")
     f = _formats(a)
-    # modules_to_not_convert: gate, e_score_correction_bias, lm_head -> attention is FP8 (formulas.md §6)
+    # modules_to_not_convert: gate, e_score_correction_bias, lm_head -> attention is FP8 (vLLM quant methods)
     assert f["attn"] == {"fp8-block"} and f["routed_experts"] == {"fp8-block"}
     assert f["lm_head"] == {"bf16"} and f["router"] == {"bf16"}
     assert a.quant_block == (128, 128)

@@ -1,5 +1,5 @@
 """KV-cache bytes per token (and linear-attention state per sequence) from real configs vs hand arithmetic
-(formulas.md §3.2-3.6: vLLM `kv_cache_interface.py`, `QKVParallelLinear`, `MLAAttention.get_kv_cache_spec`,
+(vLLM `QKVParallelLinear` vLLM `kv_cache_interface.py`, `QKVParallelLinear`, `MLAAttention.get_kv_cache_spec`,
 `mamba_utils.py:gated_delta_net_state_shape`)."""
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ def test_deepseek_v3_mla_same_at_tp4_and_tp8(configs_dir: Path) -> None:
 
 def test_deepseek_v32_adds_indexer_cache(configs_dir: Path) -> None:
     a = arch(configs_dir, "deepseek-ai--DeepSeek-V3.2.json")
-    # per layer: MLA latent 576 * 2 B + DSA indexer 128 fp8 + 128/128 * 4 B scale = 132 B (formulas.md §3.3)
+    # per layer: MLA latent 576 * 2 B + DSA indexer 128 fp8 + 128/128 * 4 B scale = 132 B
+    # (vLLM `deepseek_v2.py: Indexer`)
     assert a.kv_bytes_per_token() == 61 * (576 * 2 + 132)
 
 
@@ -64,7 +65,7 @@ def test_qwen3_235b_replicates_kv_beyond_kv_heads(configs_dir: Path) -> None:
 
 def test_llama31_70b(configs_dir: Path) -> None:
     a = arch(configs_dir, "meta-llama--Llama-3.1-70B.json")
-    # 80 layers * 2 * 8 KV heads * 128 * 2 B = 320 KiB at t=1, 40 KiB at t=8 (formulas.md §3.2)
+    # 80 layers * 2 * 8 KV heads * 128 * 2 B = 320 KiB at t=1, 40 KiB at t=8 (vLLM `QKVParallelLinear`)
     assert a.kv_bytes_per_token(1) == 320 * KIB
     assert a.kv_bytes_per_token(8) == 40 * KIB
 
@@ -86,7 +87,7 @@ def test_gpt_oss_full_layers_only_and_window_cap(configs_dir: Path) -> None:
                                           ("moonshotai--Kimi-K2.5.json", "bf16")])
 def test_default_kv_dtype(configs_dir: Path, file: str, kv: str) -> None:
     """ModelOpt kv_cache_quant_algo FP8 / kv_cache_scheme 8-bit float make vLLM's `auto` resolve to fp8
-    (formulas.md §3.4); DeepSeek-V3-0324-NVFP4's sidecar has kv_cache_quant_algo null -> bf16."""
+    (vLLM `get_kv_cache_quant_algo_string`); DeepSeek-V3-0324-NVFP4's sidecar has kv_cache_quant_algo null -> bf16."""
     a = arch(configs_dir, file)
     assert a.kv_dtype == kv
     bf16 = a.kv_bytes_per_token(1, kv_bytes=2)

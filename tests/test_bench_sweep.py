@@ -1,4 +1,4 @@
-"""Benchmark of the vectorised sweep (DESIGN.md §2 'one array computation'): the whole catalog x every
+"""Benchmark of the vectorised sweep ('one array computation'): the whole catalog x every
 runnable plan on the default box x 9 concurrencies x 4 length pairs, evaluated by ONE `evaluate` call.
 
 Timings are printed (run with `-s`) and kept in pytest-benchmark's JSON; nothing asserts a time."""

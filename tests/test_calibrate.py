@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import CASE_STUDY
 
 from advisor.calibrate.fit import fit_bucket
 from advisor.calibrate.measurements import Measurement
@@ -90,8 +91,8 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True, cwd=REPO)
 
 
-def test_calibrate_cli_writes_file_and_failed_fit_leaves_existing_file(tmp_path: Path, shared_dir: Path) -> None:
-    case = shared_dir / "data" / "bench" / "case_study.csv"
+def test_calibrate_cli_writes_file_and_failed_fit_leaves_existing_file(tmp_path: Path) -> None:
+    case = CASE_STUDY
     out = tmp_path / "cal.json"
     r = _cli("calibrate", str(case), "--hw", "rtx-pro-6000-server", "-o", str(out), "--json")
     assert r.returncode == 0, r.stderr

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import BENCH, CASE_STUDY
+
 REPO = Path(__file__).resolve().parents[1]
 METRICS = {"ttft_ms", "tpot_ms", "output_tok_s"}
 
@@ -18,12 +20,12 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
                           env=env)
 
 
-def _case(shared_dir: Path) -> Path:
-    return shared_dir / "data" / "bench" / "case_study.csv"
+def _case() -> Path:
+    return CASE_STUDY
 
 
-def test_check_case_study_predicts_all_four_rows_with_errors(shared_dir: Path) -> None:
-    r = _cli("check", str(_case(shared_dir)), "--json")
+def test_check_case_study_predicts_all_four_rows_with_errors() -> None:
+    r = _cli("check", str(_case()), "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     rows = doc["rows"]
@@ -62,8 +64,8 @@ def test_check_rejected_and_unpredictable_rows_carry_reasons(tmp_path: Path) -> 
     assert rows[1]["reason"].startswith("rejected:") and "tp" in rows[1]["reason"]
 
 
-def test_check_human_output_has_table_and_summary(shared_dir: Path) -> None:
-    r = _cli("check", str(_case(shared_dir)))
+def test_check_human_output_has_table_and_summary() -> None:
+    r = _cli("check", str(_case()))
     assert r.returncode == 0, r.stderr
     assert "Summary" in r.stdout and "Kimi-K2.5-NVFP4" in r.stdout
 
@@ -76,18 +78,18 @@ def test_check_garbage_file_exits_2(tmp_path: Path) -> None:
     assert r.stdout == ""
 
 
-def test_check_calibration_for_other_hardware_exits_2_naming_it(tmp_path: Path, shared_dir: Path) -> None:
+def test_check_calibration_for_other_hardware_exits_2_naming_it(tmp_path: Path) -> None:
     other = REPO / "advisor" / "calibrations" / "h100-sxm--vllm.json"
-    r = _cli("check", str(_case(shared_dir)), "--calibration", str(other))
+    r = _cli("check", str(_case()), "--calibration", str(other))
     assert r.returncode == 2 and str(other) in r.stderr and "h100-sxm" in r.stderr
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
-    r = _cli("check", str(_case(shared_dir)), "--calibration", str(broken))
+    r = _cli("check", str(_case()), "--calibration", str(broken))
     assert r.returncode == 2 and str(broken) in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
-def test_check_silicon_dev_predicts_most_rows(shared_dir: Path) -> None:
-    r = _cli("check", str(shared_dir / "data" / "bench" / "silicon_dev.csv"), "--json")
+def test_check_silicon_dev_predicts_most_rows() -> None:
+    r = _cli("check", str(BENCH / "silicon_dev.csv"), "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert len(doc["rows"]) == 1814

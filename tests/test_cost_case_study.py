@@ -1,4 +1,4 @@
-"""scripts/case_study.py: the README's case-study table from ../shared/data/bench/case_study.csv."""
+"""scripts/case_study.py: the README's case-study table from the bundled advisor/examples/case_study.csv."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+from conftest import CASE_STUDY
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "case_study.py"
@@ -15,8 +17,8 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
 
 
-def test_table_has_every_measured_metric(shared_dir: Path) -> None:
-    csv = shared_dir / "data" / "bench" / "case_study.csv"
+def test_table_has_every_measured_metric() -> None:
+    csv = CASE_STUDY
     done = run(str(csv))
     assert done.returncode == 0, done.stderr
     rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and "%" in line]
@@ -34,8 +36,8 @@ def test_table_has_every_measured_metric(shared_dir: Path) -> None:
     assert "1024 assumed" in done.stdout
 
 
-def test_default_path_is_the_shared_csv(shared_dir: Path) -> None:
-    assert run().stdout == run(str(shared_dir / "data" / "bench" / "case_study.csv")).stdout
+def test_default_path_is_the_bundled_csv() -> None:
+    assert run().stdout == run(str(CASE_STUDY)).stdout
 
 
 def test_missing_file_is_one_line_exit_2(tmp_path: Path) -> None:

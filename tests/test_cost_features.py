@@ -1,5 +1,5 @@
 """Per-plan features (advisor/cost/features.py): collective counts and payloads per decode step against
-formulas.md §1.2/§1.4 (read from vLLM's model files), and the bytes read per step."""
+vLLM model files (one allreduce per RowParallel output) (read from vLLM's model files), and the bytes read per step."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_kimi_tp8_makes_123_allreduces(hw: HardwareProfile) -> None:
 @pytest.mark.parametrize("plan", [Plan(tp=4), Plan(tp=8, ep=8)])
 def test_minimax_makes_187_calls(hw: HardwareProfile, plan: Plan) -> None:
     # minimax_m2.py: QK-norm variance AR ([T,2] fp32) + o_proj + MoE per layer, 62 layers, + embedding.
-    # EP with DP=1 keeps the MoE allreduce (formulas.md §2.2 A)
+    # EP with DP=1 keeps the MoE allreduce (vLLM `FusedMoEParallelConfig.make`)
     f = feats(MINIMAX, plan, hw)
     assert f.ar_calls[0] == 124 + 1
     assert f.tiny_ar_calls[0] == 62
@@ -57,17 +57,17 @@ def test_minimax_makes_187_calls(hw: HardwareProfile, plan: Plan) -> None:
     ("deepseek-ai/DeepSeek-V3", 123), ("meta-llama/Llama-3.1-70B", 161), ("Qwen/Qwen3-235B-A22B", 189),
 ])
 def test_allreduce_calls_match_formulas_table(hw: HardwareProfile, model: str, calls: int) -> None:
-    # formulas.md §1.4: L x n_AR + 1
+    # vLLM `RowParallelLinear` L x n_AR + 1
     f = feats(model, Plan(tp=8) if "DeepSeek" in model else Plan(tp=4), hw)
     assert f.ar_calls[0] + f.tiny_ar_calls[0] == calls
 
 
 def test_allreduce_payload_kimi_vs_minimax(hw: HardwareProfile) -> None:
-    # formulas.md surprise 1: the gap is hidden size (7168 vs 3072), ~2.3x per token
+    # vLLM `DeepseekV2MLAAttention` the gap is hidden size (7168 vs 3072), ~2.3x per token
     kimi = payload_per_token(feats(KIMI, Plan(tp=8), hw))
     minimax = payload_per_token(feats(MINIMAX, Plan(tp=4), hw))
     assert kimi / minimax == pytest.approx(2.3, abs=0.05)
-    # formulas.md §1.4 table: 1.76 MB and 0.77 MB per token per forward (incl. the embedding's 2H)
+    # vLLM `RowParallelLinear` 1.76 MB and 0.77 MB per token per forward (incl. the embedding's 2H)
     assert kimi == pytest.approx(1.76e6, rel=0.01)
     assert minimax == pytest.approx(0.77e6, rel=0.01)
 
@@ -78,7 +78,7 @@ def test_no_collectives_without_tp(hw: HardwareProfile) -> None:
 
 
 def test_dp_attention_ep_uses_dispatch_combine(hw: HardwareProfile) -> None:
-    # formulas.md §2.2 B: DP8 TP1 EP8 has no TP allreduce; each MoE layer dispatches and combines
+    # vLLM `FusedMoEParallelConfig.make` DP8 TP1 EP8 has no TP allreduce; each MoE layer dispatches and combines
     k = arch(KIMI)
     assert k.moe is not None
     f = feats(KIMI, Plan(tp=1, dp=8, ep=8), hw)
@@ -106,7 +106,7 @@ def test_dense_weight_bytes_read_per_step(hw: HardwareProfile, configs_dir: Path
 
 
 def test_expert_bytes_under_tp_and_ep(hw: HardwareProfile) -> None:
-    # TP8 holds 1/8 of every expert; EP8 holds whole experts (formulas.md §7)
+    # TP8 holds 1/8 of every expert; EP8 holds whole experts (vLLM `fused_moe.py`)
     tp = feats(KIMI, Plan(tp=8), hw)
     ep = feats(KIMI, Plan(tp=8, ep=8), hw)
     assert ep.expert_bytes[0] == pytest.approx(8 * tp.expert_bytes[0])
@@ -117,7 +117,7 @@ def test_expert_bytes_under_tp_and_ep(hw: HardwareProfile) -> None:
 
 
 def test_mla_kv_feature_is_replicated(hw: HardwareProfile) -> None:
-    # 61 layers x (kv_lora_rank 512 + rope 64) x 2 bytes on every rank, at any TP (formulas.md §1.3)
+    # 61 layers x (kv_lora_rank 512 + rope 64) x 2 bytes on every rank, at any TP (vLLM `DeepseekV2MLAAttention`)
     assert feats(KIMI, Plan(tp=8), hw).kv_full[0] == feats(KIMI, Plan(tp=4), hw).kv_full[0] == 61 * 576 * 2
 
 

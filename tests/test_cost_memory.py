@@ -1,5 +1,5 @@
 """Memory per GPU (advisor/cost/memory.py) vs hand computation from the real config.json files and vLLM's
-budget rule (formulas.md §3-§4, DESIGN.md §4):
+budget rule (vLLM `kv_cache_interface.py`, `Worker.determine_available_memory`):
     kv_cache = capacity * gpu_memory_utilization - weights - activation peak - overhead."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def config(configs_dir: Path, model: str) -> dict[str, Any]:
 
 
 def test_capacity_is_the_96gb_card(hw: HardwareProfile) -> None:
-    # shared/data/hardware.md: nvidia-smi reports 97,887 MiB on the Server Edition
+    # nvidia-smi reports 97,887 MiB on the Server Edition (hwprofiles/rtx-pro-6000-server.toml)
     assert abs(hw.gpu.memory_bytes / 2**20 - 97_887) < 100
 
 
@@ -55,7 +55,7 @@ def test_llama70b_tp4_by_hand(hw: HardwareProfile, configs_dir: Path) -> None:
     weights = (attn + mlp) * 2 / tp + norms * 2 + 2 * embed * 2 / tp
     m = fit(LLAMA70, Plan(tp=tp), hw)
     assert m.weights_bytes == pytest.approx(weights, rel=1e-9)
-    # GQA: 2 (K and V) * kv/tp heads * head_dim * 2 bytes per layer (formulas.md §3.2)
+    # GQA: 2 (K and V) * kv/tp heads * head_dim * 2 bytes per layer (vLLM `QKVParallelLinear`)
     assert m.kv_bytes_per_token == 80 * 2 * (8 / 4) * 128 * 2 == L * 2 * (kv / tp) * hd * 2
     assert m.kv_dtype == "bf16"
     # vLLM budget (gpu_worker.py:determine_available_memory), default utilization 0.92
@@ -68,7 +68,7 @@ def test_llama70b_tp4_by_hand(hw: HardwareProfile, configs_dir: Path) -> None:
     assert m.max_model_len == 32768
     assert m.max_concurrency == int(left / (32768 * m.kv_bytes_per_token))
     assert m.fits and m.reason is None
-    # activation + overhead are a few GiB on a 96 GB card, not tens (formulas.md §4 magnitudes)
+    # activation + overhead are a few GiB on a 96 GB card, not tens (vLLM `Worker.determine_available_memory`)
     assert 0.5 * 2**30 < m.activation_bytes + m.overhead_bytes < 8 * 2**30
 
 
@@ -78,7 +78,7 @@ def test_gqa_kv_shrinks_with_tp_until_one_head(hw: HardwareProfile) -> None:
 
 
 def test_mla_kv_is_replicated_across_tp(hw: HardwareProfile, configs_dir: Path) -> None:
-    # MLA caches (kv_lora_rank + rope) per layer on every TP rank (formulas.md §1.3, §3.3)
+    # MLA caches (kv_lora_rank + rope) per layer on every TP rank (vLLM `DeepseekV2MLAAttention`)
     c = config(configs_dir, KIMI)
     tp4 = fit(KIMI, Plan(tp=4), hw)
     tp8 = fit(KIMI, Plan(tp=8), hw)
@@ -114,7 +114,7 @@ def test_fp8_kv_doubles_kv_tokens(hw: HardwareProfile) -> None:
 
 @pytest.mark.parametrize("model", ["nvidia/Kimi-K2.5-NVFP4", "nvidia/MiniMax-M2.5-NVFP4"])
 def test_modelopt_nvfp4_defaults_to_fp8_kv(hw: HardwareProfile, model: str) -> None:
-    # hf_quant_config kv_cache_quant_algo FP8 -> vLLM resolves `auto` to fp8 (formulas.md §3.4, surprise 9)
+    # hf_quant_config kv_cache_quant_algo FP8 -> vLLM resolves `auto` to fp8 (vLLM `get_kv_cache_quant_algo_string`)
     plan = Plan(tp=8)
     auto = fit(model, plan, hw)
     assert auto.kv_dtype == "fp8"

@@ -1,5 +1,5 @@
-"""Plan validity (advisor/cost/plan.py) against the engine rules of formulas.md §2, §6 and the case study
-(DESIGN.md §5): which plans the engine refuses, and why."""
+"""Plan validity (advisor/cost/plan.py) against the engine rules (vLLM `FusedMoEParallelConfig.make`, quant
+methods) and the case study: which plans the engine refuses, and why."""
 
 from __future__ import annotations
 
@@ -27,11 +27,11 @@ def reason(model: str, plan: Plan, gpus: int = 8) -> str | None:
 
 
 def test_node_has_eight_gpus(hw: HardwareProfile) -> None:
-    # DESIGN.md §1: the default box is 8x RTX PRO 6000 Server Edition
+    # the default box is 8x RTX PRO 6000 Server Edition
     assert hw.topology.num_gpus == 8
 
 
-# --- case study (DESIGN.md §5; formulas.md §6 "block-FP8 MoE" constraint) --------------------------------
+# --- case study (block-FP8 MoE constraint, vLLM `Fp8MoEMethod`) --------------------------------
 
 
 def test_minimax_fp8_tp2_valid_but_does_not_fit(hw: HardwareProfile) -> None:
@@ -48,7 +48,7 @@ def test_minimax_fp8_tp4_fits(hw: HardwareProfile) -> None:
 
 @pytest.mark.parametrize("model", [MINIMAX, QWEN_FP8])
 def test_block_fp8_moe_tp8_without_ep_is_invalid(model: str) -> None:
-    # formulas.md §6: I = 1536, 1536/8 = 192 is not a multiple of the 128 block (fp8.py:Fp8MoEMethod)
+    # vLLM quant methods I = 1536, 1536/8 = 192 is not a multiple of the 128 block (fp8.py:Fp8MoEMethod)
     why = reason(model, Plan(tp=8))
     assert why is not None
     assert "1536/8" in why and "192" in why and "128" in why
@@ -56,7 +56,7 @@ def test_block_fp8_moe_tp8_without_ep_is_invalid(model: str) -> None:
 
 @pytest.mark.parametrize("model", [MINIMAX, QWEN_FP8])
 def test_block_fp8_moe_tp8_with_ep8_is_valid_and_fits(hw: HardwareProfile, model: str) -> None:
-    # EP places whole experts (full I = 1536 = 12 x 128), formulas.md §2.1
+    # EP places whole experts (full I = 1536 = 12 x 128), vLLM `FusedMoEParallelConfig.make`
     case = make_case(arch(model), Plan(tp=8, ep=8), hw, Settings())
     assert case.invalid is None
     assert case.runs, case.reason

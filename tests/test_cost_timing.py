@@ -1,6 +1,6 @@
 """Step time, TTFT, TPOT and throughput (advisor/cost/timing.py, predict.evaluate): pure functions checked
 against hand computation from config.json and spec-sheet numbers, and the behaviour the physics demands
-(DESIGN.md §4; formulas.md §1.4 padding, §7 touched experts). Uncalibrated priors (Terms())."""
+(vLLM `RowParallelLinear` padding, §7 touched experts). Uncalibrated priors (Terms())."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_pad_tokens(tokens: int, padded: int) -> None:
 
 
 def test_spec_bandwidth(hw: HardwareProfile) -> None:
-    # shared/data/hardware.md: 1.792 TB/s (AIConfigurator rtx_pro_6000_server.yaml)
+    # 1.792 TB/s (AIConfigurator rtx_pro_6000_server.yaml, hwprofiles/rtx-pro-6000-server.toml)
     assert hw.gpu.mem_bw_bytes_per_s == pytest.approx(1.792e12)
 
 
@@ -113,7 +113,7 @@ def test_touched_experts_approach_all_at_large_batch(hw: HardwareProfile) -> Non
 ])
 def test_touched_experts_match_formulas_table(hw: HardwareProfile, model: str, plan: Plan, batch: int,
                                               expected: float) -> None:
-    # formulas.md §7 table (uniform routing): E=256,k=8 and E=384,k=8
+    # vLLM `fused_moe.py` (uniform routing): E=256,k=8 and E=384,k=8
     assert touched_experts(feats(model, plan, hw), hw, batch) == pytest.approx(expected, rel=0.005)
 
 
@@ -129,7 +129,7 @@ def test_comm_is_zero_without_parallelism(hw: HardwareProfile) -> None:
 
 
 def test_comm_per_step_matches_call_floor(hw: HardwareProfile) -> None:
-    # formulas.md §5: 123-187 NCCL calls per step at tens of us each on PCIe -> several ms per token
+    # vLLM `CustomAllreduce` 123-187 NCCL calls per step at tens of us each on PCIe -> several ms per token
     kimi = step(feats(KIMI, Plan(tp=8), hw), hw, 1)["comm"][0]
     minimax = step(feats(MINIMAX, Plan(tp=4), hw), hw, 1)["comm"][0]
     assert 0.002 < minimax < 0.010 and 0.002 < kimi < 0.010
@@ -156,8 +156,9 @@ def test_prefill_is_compute_bound(hw: HardwareProfile) -> None:
 
 
 def test_prefill_logits_gather_is_one_row_per_request(hw: HardwareProfile) -> None:
-    # formulas.md §1.1: the logits all-gather moves T_sampled rows (1 per request in prefill), not every
-    # prompt token. A single 8192-token prompt's chunk must cost (almost) the same whatever the vocab.
+    # vLLM `LogitsProcessor._gather_logits`: the logits all-gather moves T_sampled rows (1 per request in
+    # prefill), not every prompt token. A single 8192-token prompt's chunk must cost (almost) the same
+    # whatever the vocab.
     F = feats(KIMI, Plan(tp=8), hw)
     small_vocab = Features(**{**vars(F), "vocab": np.ones_like(F.vocab)})
     # one request in the chunk -> one sampled row (serve() passes chunk / input_len rows)
@@ -216,18 +217,18 @@ def test_sweep_point_does_not_depend_on_other_points(hw: HardwareProfile) -> Non
     assert mixed["running"][0, 0] == alone["running"][0, 0]
 
 
-# --- case study ordering (DESIGN.md §5), uncalibrated -------------------------------------------------
+# --- case study ordering , uncalibrated -------------------------------------------------
 
 
 def test_minimax_tp4_beats_kimi_nvfp4_tp8_single_user(hw: HardwareProfile) -> None:
-    # measured 11.9 ms vs 16.4 ms per token (shared/data/bench/case_study.csv)
+    # measured 11.9 ms vs 16.4 ms per token (advisor/examples/case_study.csv)
     mm = run(MINIMAX, Plan(tp=4), hw, [1], [(1024, 512)])["tpot_s"][0, 0]
     kimi = run(KIMI_NVFP4, Plan(tp=8), hw, [1], [(1024, 512)])["tpot_s"][0, 0]
     assert mm < kimi
 
 
 def test_minimax_ep8_out_serves_kimi_at_128_users(hw: HardwareProfile) -> None:
-    # measured ~4000 vs 1239 tok/s at 128 users (shared/data/bench/case_study.csv)
+    # measured ~4000 vs 1239 tok/s at 128 users (advisor/examples/case_study.csv)
     mm = run(MINIMAX, Plan(tp=8, ep=8), hw, [128], [(1024, 1024)])["output_tok_s"][0, 0]
     kimi = run(KIMI_NVFP4, Plan(tp=8), hw, [128], [(1024, 1024)])["output_tok_s"][0, 0]
     assert mm > kimi

@@ -1,4 +1,4 @@
-"""`--weight-dtype` re-quantization and per-GPU weight bytes (advisor/cost/weights.py) against formulas.md §6
+"""`--weight-dtype` re-quantization and per-GPU weight bytes (advisor/cost/weights.py) against vLLM quant methods
 (what each checkpoint format keeps in BF16) and the real ModelOpt/compressed-tensors checkpoints."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def test_nvfp4_on_kimi_keeps_attention_bf16_and_makes_experts_nvfp4() -> None:
 
 
 def test_nvfp4_on_kimi_matches_nvidias_checkpoint() -> None:
-    # nvidia/Kimi-K2.5-NVFP4 (ModelOpt; excludes self_attn and lm_head, formulas.md §6) read from its config
+    # nvidia/Kimi-K2.5-NVFP4 (ModelOpt; excludes self_attn and lm_head, vLLM quant methods) read from its config
     nvidia = arch("nvidia/Kimi-K2.5-NVFP4")
     assert fmts(requantize(arch(KIMI), "nvfp4")) == fmts(nvidia.weights)
     assert total(requantize(arch(KIMI), "nvfp4")) == pytest.approx(nvidia.weight_bytes, rel=1e-9)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import COLLECTIVES
 
 from advisor.hardware import load_profile
 from advisor.hardware.aic_data import custom_series, read_aic_csv, score, systems_and_sizes
@@ -24,8 +23,8 @@ AIC_TO_ID = {
 
 
 @pytest.fixture(scope="module")
-def aic_rows(shared_dir: Path):
-    return read_aic_csv(shared_dir / "data" / "collectives" / "aiconfigurator_comm.csv")
+def aic_rows():
+    return read_aic_csv(COLLECTIVES / "aiconfigurator_comm.csv")
 
 
 def test_every_measured_system_is_covered(aic_rows):
@@ -86,7 +85,7 @@ def test_backend_choice_follows_vllm_rules():
 
 
 def test_floors_match_design_numbers():
-    """DESIGN §4: NCCL floors ~6/13/25 us at 2/4/8 RTX PRO 6000 GPUs."""
+    """NCCL floors ~6/13/25 us at 2/4/8 RTX PRO 6000 GPUs."""
     hw = load_profile("rtx-pro-6000-server")
     floors = [float(collective_time_us(hw, "allreduce", 512.0, n, engine="nccl")) for n in (2, 4, 8)]
     assert floors == pytest.approx([6.3, 13.0, 24.6], rel=0.08)

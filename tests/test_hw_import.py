@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import COLLECTIVES
 
 from advisor.errors import AdvisorError
 from advisor.hardware.aic_data import nccl_series, read_aic_csv
@@ -54,11 +55,11 @@ def test_topo_numa_fallback_to_sys_components(tmp_path: Path):
     assert topology_summary(parse_topo(tmp_path / "t.txt"))["sockets"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
 
 
-def test_nccl_fixture_fit_matches_aic_numbers(shared_dir: Path):
+def test_nccl_fixture_fit_matches_aic_numbers():
     table, fit = fit_nccl_file(AR8)
     assert (fit.op, fit.gpus, fit.points, table.skipped_rows) == ("allreduce", 8, 21, 0)
     assert table.device == "NVIDIA RTX PRO 6000 Blackwell Server Edition"
-    rows = read_aic_csv(shared_dir / "data" / "collectives" / "aiconfigurator_comm.csv")
+    rows = read_aic_csv(COLLECTIVES / "aiconfigurator_comm.csv")
     S, t = nccl_series(rows, "rtx_pro_6000_server", "allreduce", 8)
     floor = float(np.median(t[S <= 8192]))  # AIC small-message times: 24.2-26.7 us
     plateau = float(np.median((S / t / 1e3 * 2 * 7 / 8)[S >= 16 * 2**20]))  # AIC busbw at >= 16 MiB

@@ -1,5 +1,6 @@
 """`advisor inspect` end to end (subprocess of `python -m advisor.cli`, as a user runs it), offline:
-catalog answers with every DESIGN §3.3 field, every shared config inspects, bad input is one line + exit 2."""
+catalog answers with every documented JSON field, every config in tests/data/configs inspects, bad input
+is one line + exit 2."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from advisor.arch.local import read_json_file
 from advisor.arch.reader import read_config
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "data" / "configs"
+CONFIGS = Path(__file__).resolve().parent / "data" / "configs"
 
-# DESIGN §3.3 `inspect`: the fields every object has at least.
+# `inspect --json`: the fields every object has at least.
 FIELDS = {"model", "source", "architecture", "num_layers", "hidden_size", "attention", "layer_kinds",
           "num_attention_heads", "num_kv_heads", "head_dim", "moe", "total_params", "active_params",
           "active_params_excl_embedding", "mtp_params", "vision_params", "weight_dtype", "weight_bytes",
@@ -62,8 +63,8 @@ def test_offline_catalog_answers_with_design_fields(hf_home: Path) -> None:
         assert MOE_FIELDS <= set(d["moe"])
     minimax, kimi = docs
     assert minimax["attention"] == "gqa" and kimi["attention"] == "mla"
-    assert minimax["kv_bytes_per_token"] == 62 * 2 * 8 * 128 * 2  # BF16 KV, formulas.md §3.2
-    assert kimi["kv_bytes_per_token"] == 61 * 576 * 2  # MLA latent, formulas.md §3.3
+    assert minimax["kv_bytes_per_token"] == 62 * 2 * 8 * 128 * 2  # BF16 KV, vLLM `QKVParallelLinear`
+    assert kimi["kv_bytes_per_token"] == 61 * 576 * 2  # MLA latent, vLLM `MLAAttention.get_kv_cache_spec`
     assert minimax["weight_dtype"] == "fp8" and kimi["weight_dtype"] == "int4"
     assert minimax["moe"]["num_experts"] == 256 and kimi["moe"]["num_experts"] == 384
     assert kimi["moe"]["shared_experts"] == 1 and kimi["layer_kinds"]["dense_mlp"] == 1

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import CASE_STUDY
 from pydantic import ValidationError
 
 from advisor.calibrate import public
@@ -20,17 +21,6 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "bench"
 
 
-@pytest.fixture(scope="module")
-def shared_dir() -> Path:
-    """../shared next to the repo (reference data; CI has it)."""
-    return Path(__file__).resolve().parents[2] / "shared"
-
-
-@pytest.fixture(scope="module")
-def bench_dir(shared_dir: Path) -> Path:
-    return shared_dir / "data" / "bench"
-
-
 def _raw_rows(path: Path) -> list[dict[str, str]]:
     with path.open(encoding="utf-8-sig", newline="") as handle:
         return list(csv.DictReader(handle))
@@ -39,8 +29,8 @@ def _raw_rows(path: Path) -> list[dict[str, str]]:
 # ------------------------------------------------------------------ real files
 
 
-def test_case_study_parses_all_four_rows(bench_dir: Path) -> None:
-    result = read_measurements(bench_dir / "case_study.csv")
+def test_case_study_parses_all_four_rows() -> None:
+    result = read_measurements(CASE_STUDY)
     assert result.rejected == []
     assert [m.row for m in result.rows] == [1, 2, 3, 4]
     kimi_single, kimi_128, minimax_single, minimax_ep8 = result.rows
@@ -74,7 +64,7 @@ def test_silicon_dev_reads_zero_parallel_sizes_as_not_used(bench_dir: Path) -> N
     assert (first.model, first.hardware, first.tp, first.ep, first.concurrency) == (
         "Qwen/Qwen3.5-397B-A17B",
         "b300-sxm",
-        4,
+        2,  # the id's `cfg736` run is TP2 x EP2 (the source's tp_size 4 was TP x EP; see tests/data/bench/README.md)
         2,
         32,
     )

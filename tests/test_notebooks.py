@@ -35,7 +35,7 @@ def test_notebook_committed_without_outputs(path: Path) -> None:
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("name", NAMES)
-def test_notebook_executes(name: str, shared_dir: Path) -> None:
+def test_notebook_executes(name: str) -> None:
     """Run with cwd = notebooks/ as a user would; any failed assertion in a cell fails the test."""
     path = NOTEBOOKS / name
     nb = nbformat.read(path, as_version=4)
@@ -45,3 +45,9 @@ def test_notebook_executes(name: str, shared_dir: Path) -> None:
     errors = [o for c in _code_cells(nb) for o in c.outputs if o.output_type == "error"]
     assert not errors
     assert all(c.execution_count is not None for c in _code_cells(nb))
+    # every figure a cell shows is rendered inline (a non-interactive backend would show nothing)
+    for cell in _code_cells(nb):
+        shown = cell.source.count("plt.show()")
+        images = sum(1 for o in cell.outputs if o.output_type == "display_data" and "image/png" in o.get("data", {}))
+        assert images >= shown, f"{name}: a cell shows {shown} figure(s) but {images} rendered"
+    assert sum(c.source.count("plt.show()") for c in _code_cells(nb)) >= 2

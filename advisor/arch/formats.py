@@ -1,6 +1,6 @@
 """Weight storage formats and their bytes per parameter, scales included.
 
-Source: ../shared/formulas.md §6, read from vLLM's quant methods:
+Source: vLLM's quant methods (`vllm/model_executor/layers/quantization/`):
 - fp8-block: `quantization/utils/fp8_utils.py:create_fp8_scale_parameter` (fp8 + one fp32 per 128x128 tile)
 - fp8: per-tensor FP8 (`quantization/fp8.py`, ModelOpt FP8), scale negligible
 - int4-gN: compressed-tensors W4A16 symmetric (`compressed_tensors_wNa16.py`): 0.5 + 2/N (bf16 scale per group)
@@ -27,7 +27,7 @@ WEIGHT_DTYPES = ("bf16", "fp8", "int4", "nvfp4", "mxfp4")
 
 
 def bytes_per_param(fmt: str) -> float:
-    """Bytes per parameter of a storage format, scales included (formulas.md §6)."""
+    """Bytes per parameter of a storage format, scales included (vLLM quant methods, above)."""
     if fmt in _FIXED:
         return _FIXED[fmt]
     if fmt.startswith("int4-g"):

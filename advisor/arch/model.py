@@ -155,9 +155,10 @@ class ModelArch(Frozen):
         return kinds
 
     def kv_bytes_per_token(self, tp: int = 1, kv_bytes: float | None = None) -> float:
-        """KV bytes one token adds on one GPU at TP=tp, full-context layers only (formulas.md §3.2-3.3):
-        GQA `2*max(1, kv/tp)*head_dim*b` per layer; MLA `(kv_lora+rope)*b` replicated; windowed layers
-        excluded (capped, see `window_kv_bytes_per_seq`)."""
+        """KV bytes one token adds on one GPU at TP=tp, full-context layers only (vLLM
+        `layers/linear.py: QKVParallelLinear.__init__`, `v1/kv_cache_interface.py: FullAttentionSpec`,
+        `mla_attention.py: MLAAttention.get_kv_cache_spec`): GQA `2*max(1, kv/tp)*head_dim*b` per layer;
+        MLA `(kv_lora+rope)*b` replicated; windowed layers excluded (capped, see `window_kv_bytes_per_seq`)."""
         b = self.kv_elem_bytes if kv_bytes is None else kv_bytes
         total = 0.0
         for g in self.attn_groups:
@@ -173,7 +174,8 @@ class ModelArch(Frozen):
                    if g.window is not None)
 
     def state_bytes_per_seq(self, tp: int = 1, state_bytes: float = 2.0) -> float:
-        """Linear-attention / mamba state per sequence (formulas.md §3.6), sharded by TP."""
+        """Linear-attention / mamba state per sequence (vLLM `mamba_utils.py: MambaStateShapeCalculator`),
+        sharded by TP."""
         return sum(g.layers * g.state_elems * state_bytes / tp for g in self.attn_groups
                    if g.kind in ("linear", "mamba"))
 

@@ -13,8 +13,8 @@ from advisor.arch.model import AttnGroup, ModelArch, MoE, WeightGroup
 from advisor.arch.quant import QuantScheme, parse_quant
 from advisor.arch.vision import vision_params
 
-# DSA indexer cache per token per layer: fp8 head_dim + fp32 scale per 128 (formulas.md §3.3,
-# `deepseek_v2.py:Indexer`, DeepseekV32IndexerCache: 128 + 128/128*4 = 132 bytes).
+# DSA indexer cache per token per layer: fp8 head_dim + fp32 scale per 128 (vLLM
+# `models/deepseek_v2.py:Indexer`, DeepseekV32IndexerCache: 128 + 128/128*4 = 132 bytes).
 _INDEX_SCALE_BYTES_PER_128 = 4
 
 _MODULE = {  # HF module name of each group, for matching quantization ignore lists
@@ -136,7 +136,8 @@ def _merge(parts: blocks.Parts, more: blocks.Parts) -> None:
 
 def _row_parallel_outputs(layer: Layer) -> int:
     """TP allreduces a layer issues: one per RowParallel output (attention o_proj / mixer out_proj,
-    MLP down_proj or the fused-MoE final reduce), formulas.md §1.1-1.2."""
+    MLP down_proj or the fused-MoE final reduce): vLLM `layers/linear.py: RowParallelLinear.forward`,
+    `fused_moe/runner/moe_runner.py: _maybe_reduce_final_output`."""
     return (layer.mixer is not None) + {None: 0, "dense": 1, "moe": 1, "both": 2}[layer.mlp]
 
 
@@ -209,7 +210,8 @@ def _moe(cfg: Cfg, per_layer: list[Layer], experts: int) -> MoE | None:
 
 
 def _mtp(cfg: Cfg, quant: QuantScheme, per_layer: list[Layer], experts: int, n: int) -> tuple[int, int, float]:
-    """MTP modules kept apart (formulas.md §8): each is one decoder layer + eh_proj (2H x H) + norms;
+    """MTP modules kept apart (vLLM `deepseek_v2.py: DeepseekV2Model.load_weights` skips them unless a
+    drafter loads them, `deepseek_mtp.py`): each is one decoder layer + eh_proj (2H x H) + norms;
     DeepSeek-style `num_nextn_predict_layers` also store their own embed_tokens and shared_head."""
     h, vocab = cfg.int("hidden_size"), cfg.int("vocab_size")
     count, own_embeddings = 0, False

@@ -1,6 +1,6 @@
 """Resolve a model reference: a local path, then the Hub (huggingface_hub), then the bundled catalog.
 
-DESIGN §3.1. Every result says where it came from. The Hub is tried only when its endpoint answers a
+Every result says where it came from. The Hub is tried only when its endpoint answers a
 TCP connect within a short timeout, so that an offline laptop falls back to the catalog in
 milliseconds instead of huggingface_hub's retry loop (tens of seconds).
 """

@@ -1,4 +1,4 @@
-"""The measurement schema of DESIGN.md §3.4: its columns, which are required, which are measured."""
+"""The measurement schema (`advisor check --help`): its columns, which are required, which are measured."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Measured serving rows (DESIGN §3.4): the schema, row validation and the file reader.
+"""Measured serving rows (the CSV schema of `advisor check --help`): the schema, row validation and the file reader.
 
 `read_measurements` reads the §3.4 CSV or a vLLM `vllm bench serve --save-result` JSON (see
 `advisor.calibrate.vllm_json`) and returns every row either as a validated `Measurement` or as a
@@ -28,7 +28,7 @@ _PLAN = ("tp", "pp", "dp", "ep")
 _LENGTHS = ("input_len", "output_len")
 
 # Spellings seen in benchmark tables and checkpoint names -> our weight_dtype ids. "fp4" means
-# NVFP4 (TensorRT-LLM perf-overview's "FP4" column is NVFP4, see data/bench/public_notes.md).
+# NVFP4 (TensorRT-LLM perf-overview's "FP4" column is NVFP4, see tests/data/bench/README.md).
 _DTYPE_ALIASES: dict[str, str] = {
     "bf16": "bf16",
     "bfloat16": "bf16",
@@ -227,7 +227,7 @@ def build_row(
         errors.append("concurrency is empty")
     for key in ("dp", "ep"):
         # 0 means "not used" = 1: aiconfigurator's silicon_sample ids spell it `epnone`/`tp2_epnone`
-        # and data/bench/silicon_dev.csv carries those rows with dp=0/ep=0 (e.g. Qwen3-32B gb200 trtllm).
+        # and tests/data/bench/silicon_dev.csv carries those rows with dp=0/ep=0 (e.g. Qwen3-32B gb200 trtllm).
         if _is_zero(cells[key]):
             cells[key] = "1"
     for key in (*_PLAN, "concurrency", *_LENGTHS):
@@ -280,7 +280,7 @@ def _csv_rows(text: str, file: str) -> list[tuple[int, dict[str, str]]]:
     if missing:
         raise AdvisorError(
             f"{file}: not a measurement CSV: missing column(s) {', '.join(missing)} "
-            f"(need {', '.join(REQUIRED_COLUMNS)}; see DESIGN §3.4)"
+            f"(need {', '.join(REQUIRED_COLUMNS)}; see `advisor check --help`)"
         )
     out: list[tuple[int, dict[str, str]]] = []
     for number, record in enumerate(records[1:], start=1):

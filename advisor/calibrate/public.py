@@ -1,9 +1,9 @@
-"""Clean the wide public benchmark table (data/bench/public.csv) into the §3.4 measurement schema.
+"""Clean the wide public benchmark table (tests/data/bench/public.csv) into the §3.4 measurement schema.
 
 A row is kept only when its conditions are stated: integer concurrency, numeric input and output
 length, tp, at least one of tpot/ttft/output tok/s, a hardware string that names one of our
 profiles, an engine we model and a model we can name as an HF repo. Every dropped row keeps its
-reasons. Column meanings and caveats: data/bench/public_notes.md.
+reasons. Column meanings and caveats: tests/data/bench/README.md.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ PUBLIC_REQUIRED = (
     "notes",
 )
 
-# Hardware strings -> our ids (DESIGN §3.2), first match wins. (pattern, id or None, reason/caveat).
+# Hardware strings -> our ids (`advisor hw list`), first match wins. (pattern, id or None, reason/caveat).
 # H100 PCIe (2.0 TB/s) and SXM (3.35 TB/s) differ by ~1.7x in HBM bandwidth (NVIDIA H100 datasheet),
 # so a bare "H100" is dropped; H200 SXM and H200 NVL both have 4.8 TB/s HBM3e (NVIDIA H200 product
 # page), so a bare "H200" maps to h200-sxm with a caveat.

@@ -15,7 +15,8 @@ from advisor.commands._common import print_json, require
 def register(app: typer.Typer) -> None:
     @app.command()
     def calibrate(
-        measurements: list[str] = typer.Argument(..., help="Measurement CSV (DESIGN §3.4) or vLLM bench JSON."),
+        measurements: list[str] = typer.Argument(
+            ..., help="Measurement CSV (see `advisor check --help`) or vLLM bench JSON."),
         hw: str = typer.Option(..., "--hw", help="Hardware profile id the rows were measured on."),
         engine: str = typer.Option("vllm", "--engine", help="vllm, sglang or trtllm."),
         output: Path = typer.Option(..., "-o", "--output", help="Calibration JSON to write."),

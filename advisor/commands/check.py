@@ -16,7 +16,8 @@ _INPUT_KEYS = ("model", "hardware", "engine", "engine_version", "weight_dtype", 
 def register(app: typer.Typer) -> None:
     @app.command()
     def check(
-        measurements: list[str] = typer.Argument(..., help="Measurement CSV (DESIGN §3.4) or vLLM bench JSON."),
+        measurements: list[str] = typer.Argument(
+            ..., help="Measurement CSV (see `advisor check --help`) or vLLM bench JSON."),
         calibration: str | None = opt.CALIBRATION, json_out: bool = opt.JSON,
         model: str | None = opt.COND_MODEL, hw: str | None = opt.COND_HW, engine: str | None = opt.COND_ENGINE,
         tp: int | None = typer.Option(None, "--tp"), pp: int | None = typer.Option(None, "--pp"),
@@ -24,7 +25,14 @@ def register(app: typer.Typer) -> None:
         concurrency: int | None = opt.COND_CONC, weight_dtype: str | None = opt.WEIGHT_DTYPE,
     ) -> None:
         """Compare predictions with measured TTFT, TPOT and tok/s; rows that cannot be predicted say why.
-        The condition flags fill what a file does not hold (a vLLM bench JSON has no hardware or plan)."""
+
+        A measurement CSV has a header row with these columns (extra columns are ignored, an empty cell is
+        unknown): model, hardware, engine (vllm|sglang|trtllm), engine_version, weight_dtype (empty = the
+        checkpoint's own; bf16|fp8|int4|nvfp4|mxfp4), tp, pp, dp, ep, concurrency, input_len, output_len,
+        ttft_ms, tpot_ms, output_tok_s, source. model, hardware, tp and concurrency are required, and at
+        least one of ttft_ms, tpot_ms, output_tok_s. A `vllm bench serve --save-result` JSON is read too;
+        the condition flags fill what a file does not hold (it has no hardware or plan).
+        Example: advisor check advisor/examples/case_study.csv"""
         defaults = opt.measurement_defaults(model, hw, engine, tp, pp, dp, ep, concurrency, weight_dtype)
         doc = check_doc(measurements, calibration, defaults)
         if json_out:

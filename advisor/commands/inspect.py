@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def inspect_doc(r: Resolved) -> dict[str, Any]:
-    """DESIGN §3.3 `inspect` object."""
+    """The `inspect --json` object of one model."""
     a = r.arch
     moe = None
     if a.moe is not None:

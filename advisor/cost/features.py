@@ -101,7 +101,8 @@ def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Se
         "expert_bytes": expert_total_bytes / per_expert_div, "expert_gemm_s": expert_total_s / per_expert_div,
         "kv_full": kv_full, "kv_win": kv_win, "window": window, "state_bytes": arch.state_bytes_per_seq(t),
         "attn_full_flops": a_full, "attn_win_flops": a_win,
-        # the MoE reduce becomes dispatch/combine when DP > 1 (formulas.md §2.2 B, C)
+        # the MoE reduce becomes dispatch/combine when DP > 1 (vLLM `fused_moe/config.py:
+        # FusedMoEParallelConfig.make`, `device_communicators/all2all.py: AgRsAll2AllManager`)
         "ar_calls": (arch.allreduces_per_forward + 1 - (moe_layers if plan.dp > 1 else 0)) if t > 1 else 0,
         "tiny_ar_calls": arch.tiny_allreduces_per_forward if t > 1 else 0,
         "a2a_layers": moe_layers if plan.dp > 1 else 0,

@@ -1,4 +1,5 @@
-"""Memory per GPU following vLLM's accounting (formulas.md §4, `gpu_worker.py:determine_available_memory`):
+"""Memory per GPU following vLLM's accounting (`v1/worker/gpu_worker.py:
+Worker.determine_available_memory`, `utils/mem_utils.py: memory_profiling`):
 
     kv_cache = capacity * gpu_memory_utilization - weights - activation peak - non-torch - CUDA graphs
 
@@ -17,13 +18,14 @@ from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile
 
 GiB = 2**30
-# formulas.md §4 "Typical magnitudes (UNSURE, experience rather than code)": CUDA graphs 0.3-2 GiB;
+# Typical magnitudes (not read from code; experience): CUDA graphs 0.3-2 GiB;
 # non-torch growth (allocator, attention workspaces, cuBLAS) a few hundred MiB. Midpoints taken.
 CUDA_GRAPH_BYTES = 1.0 * GiB
 NON_TORCH_BYTES = 0.5 * GiB
-# Activation peak of `profile_run` (formulas.md §4): per token ~12 hidden-wide BF16 buffers (residual,
-# norm out, qkv, attention out, MLP in/out) plus 3 intermediate-wide ones (gate/up out, act), and the
-# dummy sampler's full-vocab fp32 logits with one temporary copy for each of max_num_seqs requests.
+# Activation peak of `profile_run` (vLLM `gpu_model_runner.py: profile_run`): per token ~12 hidden-wide
+# BF16 buffers (residual, norm out, qkv, attention out, MLP in/out) plus 3 intermediate-wide ones (gate/up
+# out, act), and the dummy sampler's full-vocab fp32 logits with one temporary copy for each of
+# max_num_seqs requests.
 ACT_HIDDEN_BUFFERS = 12
 ACT_INTER_BUFFERS = 3
 SAMPLER_COPIES = 2

@@ -1,6 +1,6 @@
 """Parallel plans (TP, PP, attention-DP, EP) and the engine's rules for which ones can run.
 
-Rules and their vLLM sources (formulas.md §2, §3.2, §6):
+Rules and their vLLM sources:
 - heads % TP (`QKVParallelLinear`); KV heads either split (kv % TP) or replicated (TP % kv)
 - EP size is TP x DP with `--enable-expert-parallel` (`FusedMoEParallelConfig.make`); experts % EP
 - block-FP8 MoE: (I / moe_tp) % 128 (`fp8.py:Fp8MoEMethod.create_weights`); INT4 group g: (I / tp) % g;
@@ -32,7 +32,7 @@ class Plan(BaseModel):
     @property
     def moe_tp(self) -> int:
         """How many ways each expert's intermediate dim is split: TP x DP ranks share the MoE, EP of
-        them hold whole experts (formulas.md §2.1)."""
+        them hold whole experts (vLLM `fused_moe/config.py: FusedMoEParallelConfig.make`)."""
         return self.tp * self.dp // self.ep
 
     def label(self) -> str:
@@ -72,9 +72,10 @@ def _shape_reason(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...])
     """Quantized shapes must split evenly into the format's blocks/groups on every rank."""
     fmts = {w.name: w.fmt for w in weights}
     moe = arch.moe
-    # FP4 MoE kernels pad each rank's intermediate up to their tile (formulas.md §6: MXFP4 backends round
-    # I/t to 64/128/256; NVFP4 gpt-oss runs at TP8 in silicon_dev.csv with 2880/8 = 360), so only
-    # block-FP8 and INT4 group shapes are hard limits.
+    # FP4 MoE kernels pad each rank's intermediate up to their tile (vLLM `fused_moe/oracle/mxfp4.py:
+    # mxfp4_round_up_hidden_size_and_intermediate_size`: MXFP4 backends round I/t to 64/128/256; NVFP4
+    # gpt-oss runs at TP8 in silicon_dev.csv with 2880/8 = 360), so only block-FP8 and INT4 group shapes are
+    # hard limits.
     if moe is not None and "routed_experts" in fmts and fmts["routed_experts"] not in ("nvfp4", "mxfp4"):
         per_rank = moe.expert_intermediate / plan.moe_tp
         need = _granule(fmts["routed_experts"], arch)

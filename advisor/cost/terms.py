@@ -15,11 +15,11 @@ class Terms(BaseModel):
 
     mem_bw_eff: float = Field(0.8, gt=0, le=1)
     """Achieved / peak DRAM bandwidth in decode kernels. Prior 0.8: NVIDIA's AIConfigurator applies
-    `mem_bw_empirical_scaling_factor: 0.8` to every GPU (shared/data/hardware.md A.1 note)."""
+    `mem_bw_empirical_scaling_factor: 0.8` to every GPU (aiconfigurator `systems/*.yaml`)."""
 
     flops_eff: float = Field(0.5, gt=0, le=1)
     """Achieved / peak dense tensor FLOP/s in prefill GEMMs. Prior 0.5: uncalibrated guess (no public
-    measurement in shared/data); replaced by the fitted value."""
+    measurement found); replaced by the fitted value."""
 
     layer_overhead_us: float = Field(10.0, ge=0)
     """Fixed time per decoder layer per step (kernel boundaries, norms, rope, routing, small GEMM
@@ -42,7 +42,8 @@ class Terms(BaseModel):
     comm_latency_scale: float = Field(1.0, ge=0.5, le=4)
     """Multiplier on the profile's measured collective times (nccl-tests run one collective in a loop;
     inside a forward, with compute between calls, the floor can be higher: 36-45 us measured inside
-    engines on 8x PCIe vs ~25 us in nccl-tests, formulas.md §5). Prior 1: the measured table as is."""
+    engines on 8x PCIe vs ~25 us in nccl-tests: SGLang PR #32479, local-inference-lab/b12x PR #139).
+    Prior 1: the measured table as is."""
 
 
 BOUNDS: dict[str, tuple[float, float]] = {

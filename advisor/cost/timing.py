@@ -3,7 +3,8 @@
 Decode step (per DP rank, B running sequences, mean context c):
     t = max(W / (bw*e_bw), F_gemm / e_flops) + max(KV / (bw*e_bw), F_attn / e_flops)
         + comm + L * layer_overhead + step_overhead
-W counts only the experts the batch touches: E_local * (1 - (1 - k/E)^B) per MoE layer (formulas.md §7).
+W counts only the experts the batch touches: E_local * (1 - (1 - k/E)^B) per MoE layer (vLLM
+`fused_moe/fused_moe.py`: experts with no tokens are skipped).
 Prefill is the same roofline over chunks of max_num_batched_tokens (vLLM chunked prefill), compute-bound
 for real prompts; other requests' prefill chunks slow the decode steps they share (see `serve`).
 """
@@ -42,7 +43,7 @@ def _by_group(comm: Comm, op: str, nbytes: np.ndarray, group: np.ndarray) -> np.
 
 
 # Largest CUDA graph vLLM captures by default: min(2 * max_num_seqs, 512) (`vllm/config/vllm.py:
-# _set_cudagraph_sizes`, formulas.md §4); bigger batches run eagerly, unpadded.
+# _set_cudagraph_sizes`); bigger batches run eagerly, unpadded.
 MAX_CAPTURE_TOKENS = 512
 
 
@@ -85,7 +86,8 @@ def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.nd
     """TP allreduces of [T, H] BF16 (+ MiniMax's fp32 [T, 2]), the logits all-gather of the sampled rows
     only (one per request, `gpu_model_runner.py` logits_indices), MoE dispatch and
     combine across DP ranks (all-gather + reduce-scatter, vLLM's default backend), PP sends and the DP
-    batch-size sync (formulas.md §1, §2.2-2.3)."""
+    batch-size sync (vLLM `layers/linear.py: RowParallelLinear.forward`, `moe_runner.py:
+    _maybe_reduce_final_output`, `all2all.py: AgRsAll2AllManager`, `v1/worker/dp_utils.py`)."""
     t = np.broadcast_to(pad_tokens(tokens), np.broadcast_shapes(np.shape(tokens), F.tp.shape))
     hb = t * F.hidden * 2
     total = F.ar_calls * _by_group(comm, "allreduce", hb, F.tp)

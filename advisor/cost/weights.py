@@ -1,4 +1,4 @@
-"""Weight formats under `--weight-dtype` and weight bytes per GPU under a plan (formulas.md §6)."""
+"""Weight formats under `--weight-dtype` and weight bytes per GPU under a plan (vLLM quant methods)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ LINEAR = {"attn", "attn_replicated", "indexer", "linear_attn", "mamba", "dense_m
 
 
 def requantize(arch: ModelArch, weight_dtype: str | None) -> tuple[WeightGroup, ...]:
-    """Groups stored as common checkpoints of that format store them (formulas.md §6 'What stays BF16'):
+    """Groups stored as common checkpoints of that format store them (vLLM quant methods):
     bf16 all; fp8 every linear layer block-FP8 (DeepSeek/Qwen/MiniMax FP8); int4 routed experts INT4 g32
     (Kimi compressed-tensors) or, for dense models, every linear layer g128 (GPTQ/AWQ); nvfp4 MLPs and
     experts NVFP4 with attention BF16 (NVIDIA ModelOpt excludes self_attn); mxfp4 experts only (gpt-oss)."""

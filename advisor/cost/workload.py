@@ -6,10 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# vLLM `engine/arg_utils.py:_get_default_max_num_seqs_and_batched_tokens` (formulas.md §4): the OpenAI
+# vLLM `engine/arg_utils.py:_get_default_max_num_seqs_and_batched_tokens`: the OpenAI
 # server on GPUs with >= 70 GiB uses max_num_batched_tokens 8192 and max_num_seqs 1024 (256 / 2048 below).
 BIG_GPU_BYTES = 70 * 2**30
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # vllm/config/cache.py at the formulas.md snapshot (was 0.9)
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # vllm/config/cache.py at commit 9aaf83ef (2026-05-19; was 0.9)
 # A serving context a user typically asks for; the model's own maximum is often 128k-1M tokens, more KV
 # than a box holds at any useful concurrency. The printed command passes it explicitly.
 DEFAULT_MAX_MODEL_LEN = 32768

@@ -1,6 +1,7 @@
 """Read aiconfigurator's measured comm table (`aiconfigurator_comm.csv`) and score profiles against it.
 
-CSV facts (shared/data/collectives/README.md): NCCL rows are nccl-tests out-of-place times in ms with
+CSV facts (aiconfigurator `collector/network/collect_nccl.py`; tests/data/collectives/README.md):
+NCCL rows are nccl-tests out-of-place times in ms with
 `message_size` in elements (fp16 -> 2 bytes each, int8 -> 1); custom-allreduce rows are CUDA-graph
 latencies with `message_size` in bf16 elements.
 """

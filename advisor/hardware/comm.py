@@ -3,7 +3,7 @@
 Model (per term, fitted or analogue, see the profile's `source`): two regimes split at `switch_bytes`,
 each `latency_us + S * bus_factor / busbw` (nccl-tests bus-bandwidth convention,
 nccl-tests `doc/PERFORMANCE.md`). Which backend runs an allreduce follows the engine's dispatch
-(formulas.md §5): vLLM `vllm/distributed/device_communicators/cuda_communicator.py:all_reduce`,
+in vLLM `vllm/distributed/device_communicators/cuda_communicator.py:all_reduce`,
 `custom_all_reduce.py:CustomAllreduce.__init__/should_custom_ar`, `all_reduce_utils.py` size tables.
 A group is as slow as its slowest hop: if the group's worst path (e.g. cross_socket) is worse than the
 path the term was measured on, bandwidth is scaled by the ratio of the two links' P2P rates and the

@@ -1,4 +1,4 @@
-"""Result documents of DESIGN §3.3 (`fit`, `predict`) built from cost-model outputs."""
+"""Result documents of `fit` and `predict` (`--json`) built from cost-model outputs."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ def fit_doc(case: Case, hw: HardwareProfile, source: str) -> dict[str, Any]:
 
 
 def comm_summary(res: dict[str, np.ndarray], i: int) -> dict[str, Any]:
-    """Collectives per decode step and bytes per token for case i (formulas.md §1.4)."""
+    """Collectives per decode step and bytes per token for case i (vLLM
+    `layers/linear.py: RowParallelLinear.forward`, `fused_moe/runner/moe_runner.py`)."""
     f = {k.removeprefix("feat_"): float(v[i]) for k, v in res.items() if k.startswith("feat_")}
     tp, dp, pp = int(f["tp"]), int(f["dp"]), int(f["pp"])
     ars = int(f["ar_calls"] + f["tiny_ar_calls"])
