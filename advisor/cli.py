@@ -8,6 +8,7 @@ import sys
 
 import typer
 
+from advisor import __version__
 from advisor.errors import AdvisorError
 
 app = typer.Typer(
@@ -17,11 +18,20 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        print(f"advisor {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
     """Which LLM to serve on this box, with which parallel plan, and why."""
 
 
@@ -35,9 +45,10 @@ _register()
 
 
 def main() -> None:
-    """Run the CLI; AdvisorError becomes one line on stderr and exit 2 (ADVISOR_DEBUG=1 shows a traceback)."""
+    """Run the CLI. Usage errors: click's usage message and exit 2; AdvisorError: one line on stderr and exit 2
+    (ADVISOR_DEBUG=1 shows a traceback); Ctrl-C: exit 130."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
     except AdvisorError as err:
         if os.environ.get("ADVISOR_DEBUG"):
             raise
@@ -45,23 +56,20 @@ def main() -> None:
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
-    except SystemExit:
-        raise
-    except Exception as err:  # click usage errors and friends
-        import click
-
-        if isinstance(err, click.exceptions.Exit):
-            sys.exit(err.exit_code)
-        if isinstance(err, click.ClickException):
-            print(f"advisor: error: {err.format_message()}", file=sys.stderr)
-            sys.exit(2)
-        if isinstance(err, click.exceptions.Abort):
-            sys.exit(1)
+    except Exception as err:
+        # typer ships its own click (`typer._click`), so usage errors are matched by what they offer
+        exit_code = getattr(err, "exit_code", None)
+        if hasattr(err, "show") and isinstance(exit_code, int):
+            err.show()
+            sys.exit(exit_code)
+        if type(err).__name__ == "Abort":
+            sys.exit(130)
         if os.environ.get("ADVISOR_DEBUG"):
             raise
         print(f"advisor: internal error: {type(err).__name__}: {err} (set ADVISOR_DEBUG=1 for a traceback)",
               file=sys.stderr)
         sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from advisor.calibrate.measurements import Measurement, read_measurements  # noq
 from advisor.calibrate.store import terms_for  # noqa: E402
 from advisor.catalog import lookup  # noqa: E402
 from advisor.cost.plan import Plan  # noqa: E402
-from advisor.cost.predict import evaluate, make_case  # noqa: E402
+from advisor.cost.sweep import evaluate, make_case  # noqa: E402
 from advisor.cost.terms import Terms  # noqa: E402
 from advisor.cost.workload import Settings  # noqa: E402
 from advisor.errors import AdvisorError  # noqa: E402
@@ -65,9 +65,10 @@ def predict(row: Measurement, terms: Terms | None = None) -> tuple[dict[str, flo
     case = make_case(entry.arch, plan, hw, settings)
     if not case.runs:
         return None, case.reason or "does not run", i, o
-    out = evaluate([case], hw, settings, terms or Terms(), np.array([row.concurrency]), np.array([i]), np.array([o]))
-    return {"tpot_ms": float(out["tpot_s"][0, 0, 0]) * 1e3,
-            "output_tok_s": float(out["output_tok_s"][0, 0, 0])}, plan.label(), i, o
+    pred = evaluate([case], hw, settings, terms or Terms(), np.array([row.concurrency]), np.array([i]),
+                    np.array([o])).at(0, row.concurrency)
+    assert pred.tpot_ms is not None and pred.output_tok_s is not None
+    return {"tpot_ms": pred.tpot_ms, "output_tok_s": pred.output_tok_s}, plan.label(), i, o
 
 
 def table(rows: list[Measurement], held_out: Terms) -> list[str]:

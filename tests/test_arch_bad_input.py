@@ -16,8 +16,8 @@ from advisor.arch.fields import ConfigError
 from advisor.arch.local import read_json_file, read_local
 from advisor.arch.model import ModelArch
 from advisor.arch.reader import read_config
-from advisor.arch.sources import resolve
 from advisor.errors import AdvisorError
+from advisor.resolve import resolve
 
 CONFIGS = Path(__file__).resolve().parent / "data" / "configs"
 LLAMA = "meta-llama--Llama-3.1-8B.json"

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from advisor.catalog import all_entries
-from advisor.cost.predict import Case, all_cases, evaluate
+from advisor.cost.sweep import Case, all_cases, evaluate
 from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile, load_profile
@@ -54,7 +54,8 @@ def test_bench_build_cases(benchmark: Any, hw: HardwareProfile) -> None:
 
 
 def test_bench_sweep(benchmark: Any, hw: HardwareProfile, cases: list[Case]) -> None:
-    out = benchmark(evaluate, cases, hw, Settings(), Terms(), CONCURRENCY, INPUT, OUTPUT)
+    sweep = benchmark(evaluate, cases, hw, Settings(), Terms(), CONCURRENCY, INPUT, OUTPUT)
+    out = sweep.out
     P, C, L = len(cases), len(CONCURRENCY), len(LENGTHS)
     points = P * C * L
     stats = benchmark.stats.stats if benchmark.stats is not None else None
@@ -63,8 +64,8 @@ def test_bench_sweep(benchmark: Any, hw: HardwareProfile, cases: list[Case]) -> 
     print(f"\nsweep: {P} cases x {C} concurrencies x {L} lengths = {points} points in one evaluate(): "
           f"median {median * 1e3:.1f} ms ({median / points * 1e6:.2f} us/point)")
     for key, arr in out.items():
-        want = (P,) if key.startswith("feat_") else (P, C, L)
-        assert arr.shape == want, key
+        assert arr.shape == (P, C, L), key
+        assert not arr.flags.writeable, key
         assert np.all(np.isfinite(arr)), key
     assert np.all(out["tpot_s"] > 0) and np.all(out["ttft_s"] > 0) and np.all(out["output_tok_s"] > 0)
     assert np.all(out["running"] >= 1)

@@ -1,5 +1,5 @@
-"""Per-plan features (advisor/cost/features.py): collective counts and payloads per decode step against
-vLLM model files (one allreduce per RowParallel output) (read from vLLM's model files), and the bytes read per step."""
+"""The collectives of a forward (advisor/cost/collectives.py: counts and payloads per decode step against vLLM's
+model files, one allreduce per RowParallel output) and the per-plan features (bytes read per step)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from conftest import catalog_arch
 
+from advisor.cost.collectives import SLOTS, Collective, allreduce_summary
 from advisor.cost.features import Features, plan_features
 from advisor.cost.plan import Plan
-from advisor.cost.predict import make_case
+from advisor.cost.sweep import make_case
 from advisor.cost.timing import max_running
 from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile
@@ -30,67 +31,87 @@ def feats(model: str, plan: Plan, hw: HardwareProfile) -> Features:
     return Features.stack([plan_features(case.arch, plan, hw, Settings(), case.weights, case.memory)])
 
 
-def payload_per_token(f: Features) -> float:
-    """Bytes handed to the allreduces for one token: [1, H] BF16 per big call, [1, 2] fp32 per tiny one."""
-    return float(f.ar_calls[0] * f.hidden[0] * 2 + f.tiny_ar_calls[0] * 8)
+def colls(model: str, plan: Plan, hw: HardwareProfile) -> tuple[Collective, ...]:
+    case = make_case(arch(model), plan, hw, Settings())
+    assert case.invalid is None, case.reason
+    return case.collectives
+
+
+def ar_calls(cs: tuple[Collective, ...], slot: str = "tp_hidden") -> int:
+    return sum(c.calls for c in cs if c.slot.name == slot)
 
 
 def test_kimi_tp8_makes_123_allreduces(hw: HardwareProfile) -> None:
     # deepseek_v2.py: o_proj + MoE (or dense down_proj) per layer, 61 layers, + embedding = 61*2+1
-    f = feats(KIMI, Plan(tp=8), hw)
-    assert f.ar_calls[0] == 61 * 2 + 1 == 123
-    assert f.tiny_ar_calls[0] == 0
+    cs = colls(KIMI, Plan(tp=8), hw)
+    assert ar_calls(cs) == 61 * 2 + 1 == 123
+    assert ar_calls(cs, "tp_tiny") == 0
+    causes = {c.cause: c.calls for c in cs}
+    assert causes["attention/mixer output projection"] == 61 and causes["MoE final reduce"] == 60
+    assert causes["dense MLP down_proj"] == 1 and causes["vocab-parallel embedding"] == 1
+    assert causes["logits all-gather"] == 1 and all(c.group == 8 for c in cs)
 
 
 @pytest.mark.parametrize("plan", [Plan(tp=4), Plan(tp=8, ep=8)])
 def test_minimax_makes_187_calls(hw: HardwareProfile, plan: Plan) -> None:
     # minimax_m2.py: QK-norm variance AR ([T,2] fp32) + o_proj + MoE per layer, 62 layers, + embedding.
     # EP with DP=1 keeps the MoE allreduce (vLLM `FusedMoEParallelConfig.make`)
-    f = feats(MINIMAX, plan, hw)
-    assert f.ar_calls[0] == 124 + 1
-    assert f.tiny_ar_calls[0] == 62
-    assert f.ar_calls[0] + f.tiny_ar_calls[0] == 187
-    assert f.a2a_layers[0] == 0
+    cs = colls(MINIMAX, plan, hw)
+    assert ar_calls(cs) == 124 + 1
+    assert ar_calls(cs, "tp_tiny") == 62
+    assert allreduce_summary(cs)["calls"] == 187
+    assert not any(c.slot.name.startswith("moe_") for c in cs)
 
 
 @pytest.mark.parametrize("model,calls", [
     ("deepseek-ai/DeepSeek-V3", 123), ("meta-llama/Llama-3.1-70B", 161), ("Qwen/Qwen3-235B-A22B", 189),
 ])
-def test_allreduce_calls_match_formulas_table(hw: HardwareProfile, model: str, calls: int) -> None:
-    # vLLM `RowParallelLinear` L x n_AR + 1
-    f = feats(model, Plan(tp=8) if "DeepSeek" in model else Plan(tp=4), hw)
-    assert f.ar_calls[0] + f.tiny_ar_calls[0] == calls
+def test_allreduce_calls_per_step(hw: HardwareProfile, model: str, calls: int) -> None:
+    # vLLM `RowParallelLinear`: L x n_AR + 1
+    cs = colls(model, Plan(tp=8) if "DeepSeek" in model else Plan(tp=4), hw)
+    assert allreduce_summary(cs)["calls"] == calls
 
 
 def test_allreduce_payload_kimi_vs_minimax(hw: HardwareProfile) -> None:
-    # vLLM `DeepseekV2MLAAttention` the gap is hidden size (7168 vs 3072), ~2.3x per token
-    kimi = payload_per_token(feats(KIMI, Plan(tp=8), hw))
-    minimax = payload_per_token(feats(MINIMAX, Plan(tp=4), hw))
+    # the gap is hidden size (7168 vs 3072), ~2.3x per token; MLA adds no allreduce
+    kimi = allreduce_summary(colls(KIMI, Plan(tp=8), hw))["payload_bytes_per_token"]
+    minimax = allreduce_summary(colls(MINIMAX, Plan(tp=4), hw))["payload_bytes_per_token"]
+    assert kimi == 123 * 7168 * 2 and minimax == 125 * 3072 * 2 + 62 * 8
     assert kimi / minimax == pytest.approx(2.3, abs=0.05)
-    # vLLM `RowParallelLinear` 1.76 MB and 0.77 MB per token per forward (incl. the embedding's 2H)
+    # 1.76 MB and 0.77 MB per token per forward (incl. the embedding's 2H)
     assert kimi == pytest.approx(1.76e6, rel=0.01)
     assert minimax == pytest.approx(0.77e6, rel=0.01)
 
 
 def test_no_collectives_without_tp(hw: HardwareProfile) -> None:
-    f = feats("meta-llama/Llama-3.1-8B", Plan(tp=1), hw)
-    assert f.ar_calls[0] == 0 and f.tiny_ar_calls[0] == 0 and f.a2a_layers[0] == 0
+    assert colls("meta-llama/Llama-3.1-8B", Plan(tp=1), hw) == ()
 
 
 def test_dp_attention_ep_uses_dispatch_combine(hw: HardwareProfile) -> None:
-    # vLLM `FusedMoEParallelConfig.make` DP8 TP1 EP8 has no TP allreduce; each MoE layer dispatches and combines
+    # vLLM `FusedMoEParallelConfig.make`: DP8 TP1 EP8 has no TP allreduce; each MoE layer dispatches and combines
     k = arch(KIMI)
     assert k.moe is not None
-    f = feats(KIMI, Plan(tp=1, dp=8, ep=8), hw)
-    assert f.ar_calls[0] == 0
-    assert f.a2a_layers[0] == k.moe.moe_layers
-    assert f.dispatch_bytes[0] == 2.0  # INT4 W4A16 experts take BF16 activations
+    cs = colls(KIMI, Plan(tp=1, dp=8, ep=8), hw)
+    assert allreduce_summary(cs)["calls"] == 0
+    by = {c.slot.name: c for c in cs}
+    assert by["moe_dispatch"].calls == by["moe_combine"].calls == k.moe.moe_layers
+    assert by["moe_dispatch"].group == 8
+    assert by["moe_dispatch"].bytes_per_unit == 7168 * 2.0  # INT4 W4A16 experts take BF16 activations
+    assert by["dp_sync"].calls == 1 and by["dp_sync"].bytes_per_unit == 16 * 8
 
 
 def test_block_fp8_dispatch_is_quantized(hw: HardwareProfile) -> None:
     # naive_dp_ep.py:_quantize_and_setup_dispatch: FP8 + one fp32 scale per 128
-    f = feats(MINIMAX, Plan(tp=1, dp=8, ep=8), hw)
-    assert f.dispatch_bytes[0] == pytest.approx(1 + 4 / 128)
+    by = {c.slot.name: c for c in colls(MINIMAX, Plan(tp=1, dp=8, ep=8), hw)}
+    assert by["moe_dispatch"].bytes_per_unit == pytest.approx(3072 * (1 + 4 / 128))
+
+
+def test_features_carry_the_collective_list(hw: HardwareProfile) -> None:
+    # the timing slots are the owner's list summed per slot, nothing recounted
+    f = feats(MINIMAX, Plan(tp=4), hw)
+    names = [s.name for s in SLOTS]
+    assert f.coll_calls[0, names.index("tp_hidden")] == 125 and f.coll_calls[0, names.index("tp_tiny")] == 62
+    assert f.coll_bytes[0, names.index("tp_tiny")] == 8 and f.coll_group[0, names.index("tp_hidden")] == 4
 
 
 def test_dense_weight_bytes_read_per_step(hw: HardwareProfile, configs_dir: Path) -> None:

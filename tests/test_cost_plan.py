@@ -7,7 +7,7 @@ import pytest
 from conftest import catalog_arch
 
 from advisor.cost.plan import Plan, candidate_plans, invalid_reason
-from advisor.cost.predict import all_cases, make_case
+from advisor.cost.sweep import all_cases, make_case
 from advisor.cost.weights import requantize
 from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile

@@ -14,7 +14,7 @@ from conftest import catalog_arch
 
 from advisor.cost.features import Features, plan_features
 from advisor.cost.plan import Plan
-from advisor.cost.predict import Case, evaluate, make_case
+from advisor.cost.sweep import Case, evaluate, make_case
 from advisor.cost.terms import Terms
 from advisor.cost.timing import comm_fn, forward_time, max_running, pad_tokens
 from advisor.cost.workload import Settings
@@ -54,7 +54,7 @@ def run(model: str, plan: Plan, hw: HardwareProfile, conc: list[int], lengths: l
         ) -> dict[str, Any]:
     c = case(model, plan, hw)
     i, o = zip(*lengths, strict=True)
-    out = evaluate([c], hw, Settings(), TERMS, np.array(conc), np.array(i), np.array(o))
+    out = evaluate([c], hw, Settings(), TERMS, np.array(conc), np.array(i), np.array(o)).out
     return {k: v[0] for k, v in out.items()}
 
 

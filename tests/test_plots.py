@@ -13,14 +13,15 @@ import numpy as np
 import pytest
 
 from advisor import catalog
-from advisor.arch.sources import Resolved
 from advisor.calibrate.store import terms_for
-from advisor.commands import _options as opt
+from advisor.commands import options as opt
 from advisor.cost.plan import Plan
-from advisor.cost.predict import evaluate, make_case
+from advisor.cost.prediction import BREAKDOWN
+from advisor.cost.sweep import evaluate, make_case
+from advisor.decide.choose import rank
+from advisor.decide.query import Query
 from advisor.report.plots import MEMORY_PARTS, GiB, rank_figure, save
-from advisor.report.ranking import GRID, Query, rank
-from advisor.report.results import BREAKDOWN
+from advisor.resolve import Resolved
 
 MODELS = ("MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5")
 HW = "rtx-pro-6000-server"
@@ -37,11 +38,12 @@ def ranked() -> dict[str, Any]:
     hw = opt.hardware(HW, None)
     settings = opt.settings(None, "auto", 0.92, None, "vllm")
     terms, calibrated = terms_for(hw, "vllm", None)
-    q = Query("throughput", 64, 1024, 1024)
+    q = Query(objective="throughput", concurrency=64, input_len=1024, output_len=1024)
     resolved = [_resolved(m) for m in MODELS]
-    rows, unfit = rank(resolved, hw, settings, terms, q, calibrated)
-    assert not unfit and [d["model"] for d in rows] == list(MODELS)
-    fig = rank_figure(rows, resolved, hw, settings, terms, q)
+    ranking = rank(resolved, hw, settings, terms, q, calibrated)
+    assert not ranking.unranked and [d.model for d in ranking.rows] == list(MODELS)
+    fig = rank_figure(ranking, hw, settings)
+    rows = [d.model_dump(mode="json") for d in ranking.rows]
     return {"hw": hw, "settings": settings, "terms": terms, "q": q, "resolved": resolved, "rows": rows,
             "fig": fig}
 
@@ -52,17 +54,18 @@ def test_panel_a_one_line_per_model_with_cost_model_values(ranked: dict[str, Any
     assert len(named) == len(MODELS)
     assert len(ax.get_lines()) > len(MODELS)  # the other valid plans, faint and out of the legend
     hw, settings = ranked["hw"], ranked["settings"]
+    grid = ranked["q"].grid()
     for d, line in zip(ranked["rows"], named, strict=True):
         assert d["model"] in line.get_label() and d["plan"]["label"] in line.get_label()
         p = d["plan"]
         arch = _resolved(d["model"]).arch
         case = make_case(arch, Plan(tp=p["tp"], pp=p["pp"], dp=p["dp"], ep=p["ep"]), hw, settings)
-        res = evaluate([case], hw, settings, ranked["terms"], np.array(GRID, float), np.array([1024]),
-                       np.array([1024]))
+        res = evaluate([case], hw, settings, ranked["terms"], np.array(grid, float), np.array([1024]),
+                       np.array([1024])).out
         np.testing.assert_allclose(line.get_ydata(), res["output_tok_s"][0, :, 0], rtol=1e-12)
         np.testing.assert_allclose(line.get_xdata(), res["per_user_tok_s"][0, :, 0], rtol=1e-12)
         # the row's reported point (64 users) lies on its curve
-        k = GRID.index(d["workload"]["concurrency"])
+        k = grid.index(d["workload"]["concurrency"])
         assert line.get_ydata()[k] == pytest.approx(d["output_tok_s"], rel=1e-9)
     assert "tok/s" in ax.get_xlabel() and "tok/s" in ax.get_ylabel()
 

@@ -40,10 +40,16 @@ def run_json(hf_home: Path, *args: str) -> Any:
 
 
 def assert_one_line_error(r: subprocess.CompletedProcess[str], flag: str) -> None:
+    """Exit 2, no traceback, and one line naming the flag: our own error, or click's usage error (usage line,
+    help hint, then `Error: Invalid value for '--flag'`) when typer rejects the value itself."""
     assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("advisor: error:"), r.stderr
-    assert flag in lines[0] and "Traceback" not in r.stderr
+    if lines[0].startswith("Usage:"):
+        assert lines[-1].startswith("Error:") and flag in lines[-1], r.stderr
+    else:
+        assert len(lines) == 1 and lines[0].startswith("advisor: error:"), r.stderr
+        assert flag in lines[0]
 
 
 @pytest.mark.parametrize("args", [("--objective", "latency"), ("--objective", "throughput", "--concurrency", "128")])

@@ -64,8 +64,7 @@ class MoE(Frozen):
     expert_intermediate: int
     shared_intermediate: int
     moe_layers: int
-    dense_layers: int
-    dense_intermediate: int
+    dense_intermediate: int  # `intermediate_size` of the config (the dense MLP width where there is one)
 
 
 class ModelArch(Frozen):
@@ -83,9 +82,9 @@ class ModelArch(Frozen):
     num_kv_heads: int
     head_dim: int
     attn_groups: tuple[AttnGroup, ...]
-    allreduces_per_forward: int  # TP allreduces of [T, hidden] per forward, excl. the embedding's
-    tiny_allreduces_per_forward: int = 0  # MiniMax-M2 fp32 QK-norm variance allreduces ([T, 2] fp32)
+    qk_norm_full_width: bool = False  # q/k RMSNorm over all heads (MiniMax-M2 `qk_norm_type: per_layer`), not per head
     moe: MoE | None = None
+    dense_mlp_layers: int = 0  # dense MLP blocks in the decoder (MoE models: the dense layers; gemma-4: every layer)
     mlp_intermediate: int = 0  # dense MLP width (dense layers of dense models; MoE models: moe.dense_intermediate)
     weights: tuple[WeightGroup, ...]
     quant_block: tuple[int, int] | None = None
@@ -151,7 +150,7 @@ class ModelArch(Frozen):
             kinds[f"{g.kind}_attention" if g.kind not in ("mamba",) else "mamba"] = g.layers
         if self.moe is not None:
             kinds["moe_mlp"] = self.moe.moe_layers
-            kinds["dense_mlp"] = self.moe.dense_layers
+            kinds["dense_mlp"] = self.dense_mlp_layers
         return kinds
 
     def kv_bytes_per_token(self, tp: int = 1, kv_bytes: float | None = None) -> float:
@@ -160,17 +159,17 @@ class ModelArch(Frozen):
         `mla_attention.py: MLAAttention.get_kv_cache_spec`): GQA `2*max(1, kv/tp)*head_dim*b` per layer;
         MLA `(kv_lora+rope)*b` replicated; windowed layers excluded (capped, see `window_kv_bytes_per_seq`)."""
         b = self.kv_elem_bytes if kv_bytes is None else kv_bytes
-        total = 0.0
-        for g in self.attn_groups:
-            if g.window is not None:
-                continue
-            total += g.layers * _token_bytes(g, tp, b)
-        return total
+        return sum(g.layers * token_kv_bytes(g, tp, b) for g in self.attn_groups if g.window is None)
+
+    def windowed_kv_bytes_per_token(self, tp: int = 1, kv_bytes: float | None = None) -> float:
+        """KV bytes one token adds on one GPU in the sliding/chunked layers (held for `window` tokens only)."""
+        b = self.kv_elem_bytes if kv_bytes is None else kv_bytes
+        return sum(g.layers * token_kv_bytes(g, tp, b) for g in self.attn_groups if g.window is not None)
 
     def window_kv_bytes_per_seq(self, tp: int = 1, kv_bytes: float | None = None) -> float:
         """Capped KV of sliding/chunked layers per sequence (window tokens each)."""
         b = self.kv_elem_bytes if kv_bytes is None else kv_bytes
-        return sum(g.layers * _token_bytes(g, tp, b) * (g.window or 0) for g in self.attn_groups
+        return sum(g.layers * token_kv_bytes(g, tp, b) * (g.window or 0) for g in self.attn_groups
                    if g.window is not None)
 
     def state_bytes_per_seq(self, tp: int = 1, state_bytes: float = 2.0) -> float:
@@ -184,7 +183,9 @@ class ModelArch(Frozen):
         return 1.0 if self.kv_dtype == "fp8" else 2.0
 
 
-def _token_bytes(g: AttnGroup, tp: int, b: float) -> float:
+def token_kv_bytes(g: AttnGroup, tp: int, b: float) -> float:
+    """KV bytes one token adds to one layer of `g` on one GPU at TP=tp: MLA latent (+ DSA index) on every
+    rank; GQA K and V of max(1, kv_heads/tp) heads (vLLM `QKVParallelLinear` replicates below one head)."""
     if g.kind == "mla":
         return g.latent_dim * b + g.index_bytes_per_token
     if g.kind in ("full", "sliding"):

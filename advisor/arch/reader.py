@@ -66,10 +66,9 @@ def read_config(data: dict[str, Any], *, name: str, where: str | None = None,
         head_dim=blocks.attn_geom(text, "full").head_dim if "mla" not in kinds else
         text.int("qk_nope_head_dim") + text.int("qk_rope_head_dim"),
         attn_groups=groups,
-        allreduces_per_forward=sum(_row_parallel_outputs(layer) for layer in per_layer),
-        tiny_allreduces_per_forward=sum(1 for layer in per_layer if layer.mixer in ("full", "sliding", "chunked"))
-        if text.str("qk_norm_type") == "per_layer" else 0,
+        qk_norm_full_width=text.str("qk_norm_type") == "per_layer",
         moe=_moe(text, per_layer, experts),
+        dense_mlp_layers=sum(1 for lay in per_layer if lay.mlp in ("dense", "both")),
         mlp_intermediate=_dense_intermediate(text) if any(lay.mlp in ("dense", "both") for lay in per_layer) else 0,
         weights=weights,
         quant_block=quant.block,
@@ -132,13 +131,6 @@ def _block_parts(cfg: Cfg, layer: Layer, experts: int, state: dict[str, int]) ->
 def _merge(parts: blocks.Parts, more: blocks.Parts) -> None:
     for k, v in more.items():
         parts[k] = parts.get(k, 0) + v
-
-
-def _row_parallel_outputs(layer: Layer) -> int:
-    """TP allreduces a layer issues: one per RowParallel output (attention o_proj / mixer out_proj,
-    MLP down_proj or the fused-MoE final reduce): vLLM `layers/linear.py: RowParallelLinear.forward`,
-    `fused_moe/runner/moe_runner.py: _maybe_reduce_final_output`."""
-    return (layer.mixer is not None) + {None: 0, "dense": 1, "moe": 1, "both": 2}[layer.mlp]
 
 
 def _attention_kind(cfg: Cfg, heads: int, kinds: set[Any]) -> str:
@@ -205,7 +197,6 @@ def _moe(cfg: Cfg, per_layer: list[Layer], experts: int) -> MoE | None:
     inter = blocks.expert_intermediate(cfg)
     return MoE(num_experts=experts, experts_per_token=k, shared_experts=-(-shared // inter) if shared else 0,
                expert_intermediate=inter, shared_intermediate=shared, moe_layers=moe_layers,
-               dense_layers=sum(1 for lay in per_layer if lay.mlp in ("dense", "both")),
                dense_intermediate=_dense_intermediate(cfg))
 
 

@@ -6,8 +6,8 @@ reason. Runnable rows are gathered per (hardware, engine) into one `Bucket` of p
 prediction for every row of a bucket is one vectorised `advisor.cost.timing.serve` call; `calibrate`
 re-runs that call with trial terms.
 
-TensorRT-LLM rows are predicted with vLLM's physics (collective backends and scheduler defaults): the cost
-model has no TensorRT-LLM specifics; the fitted per-engine terms absorb the difference.
+TensorRT-LLM rows are predicted with vLLM's physics (`engines.PHYSICS_ENGINE`); the fitted per-engine terms
+absorb the difference.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from advisor.cost.features import Features, plan_features
 from advisor.cost.plan import Plan
 from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
+from advisor.engines import PHYSICS_ENGINE
 from advisor.errors import AdvisorError
 from advisor.hardware import HardwareProfile, load_profile
 
@@ -30,7 +31,6 @@ from advisor.hardware import HardwareProfile, load_profile
 DEFAULT_INPUT_LEN = 1024
 DEFAULT_OUTPUT_LEN = 1024
 METRIC_KEYS = ("ttft_ms", "tpot_ms", "output_tok_s")
-PHYSICS_ENGINE = {"vllm": "vllm", "sglang": "sglang", "trtllm": "vllm"}  # trtllm: vLLM physics (see above)
 
 
 @dataclass
@@ -84,7 +84,7 @@ class _Cache:
     def __init__(self) -> None:
         self.models: dict[str, Any] = {}
         self.hws: dict[str, HardwareProfile | str] = {}
-        self.feats: dict[tuple[Any, ...], dict[str, float] | str] = {}
+        self.feats: dict[tuple[Any, ...], dict[str, object] | str] = {}
 
     def arch(self, ref: str) -> Any:
         if ref not in self.models:
@@ -100,54 +100,25 @@ class _Cache:
         return self.hws[ref]
 
 
-# Checkpoint-name suffixes that change weights or tuning but not the architecture: a re-quantized or
-# instruct-tuned repo (nvidia/DeepSeek-R1-NVFP4, meta-llama/Llama-3.1-8B-Instruct) has its base model's
-# config.json shapes; the quantization is then given by the suffix's weight_dtype.
-_SUFFIX_DTYPE = {"-nvfp4": "nvfp4", "-fp4": "nvfp4", "-fp8": "fp8", "-instruct": None}
-
-
-def _strip(name: str) -> tuple[str, str | None]:
-    """Lower-case model name (after the org) without known suffixes, and the dtype a suffix implies."""
-    base, dtype = name.rsplit("/", 1)[-1].lower(), None
-    changed = True
-    while changed:
-        changed = False
-        for suffix, dt in _SUFFIX_DTYPE.items():
-            if base.endswith(suffix):
-                base, dtype, changed = base[: -len(suffix)], dtype or dt, True
-    return base, dtype
-
-
 def _resolve(ref: str) -> Any:
-    """(ModelArch, note, implied weight dtype) from the bundled catalog (fast, offline), else local path / Hub,
-    else the catalog's base model of a suffixed checkpoint name; a str reason when none."""
-    from advisor import catalog
-
-    entry = catalog.lookup(ref)
-    if entry is not None:
-        return entry.arch, None, None
-    from advisor.arch.sources import resolve
+    """The row's model through the one resolver every command uses (local path, Hub, catalog), or the reason."""
+    from advisor.resolve import resolve
 
     try:
-        return resolve(ref).arch, None, None
+        return resolve(ref).arch
     except AdvisorError as err:
-        reason = f"unknown model: {err}"
-    base, dtype = _strip(ref)
-    for e in catalog.all_entries():
-        if _strip(e.id)[0] == base and base != ref.lower():
-            return e.arch, f"{ref} not available: used the architecture of {e.id} (name minus suffix)", dtype
-    return reason
+        return f"unknown model: {err}"
 
 
 def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measurement, engine: str,
-                   inp: int, out: int) -> dict[str, float] | str:
+                   inp: int, out: int) -> dict[str, object] | str:
     """plan_features of the row's case, or why it cannot run (cached per distinct case)."""
     key = (row.model, hw.id, row.tp, row.pp, row.dp, row.ep, row.weight_dtype, engine, inp, out)
     if key in cache.feats:
         return cache.feats[key]
-    from advisor.cost.predict import make_case
+    from advisor.cost.sweep import make_case
 
-    result: dict[str, float] | str
+    result: dict[str, object] | str
     if inp + out > arch.max_context:
         result = f"{inp}+{out} tokens exceed the model's context of {arch.max_context}"
     else:
@@ -170,7 +141,7 @@ def prepare(rows: list[Measurement]) -> tuple[list[RowPrediction], dict[tuple[st
     """Per-row status (reason when not predictable) and the runnable rows bucketed by (hardware, engine)."""
     cache = _Cache()
     preds: list[RowPrediction] = []
-    pending: dict[tuple[str, str], list[tuple[int, dict[str, float]]]] = {}
+    pending: dict[tuple[str, str], list[tuple[int, dict[str, object]]]] = {}
     for i, row in enumerate(rows):
         p = RowPrediction(row=row, key=(row.hardware, engine_label(row)), tp_gt1=row.tp * row.dp > 1)
         preds.append(p)
@@ -186,11 +157,7 @@ def prepare(rows: list[Measurement]) -> tuple[list[RowPrediction], dict[tuple[st
         if isinstance(found, str) or isinstance(hw, str):
             p.reason = found if isinstance(found, str) else str(hw)
             continue
-        arch, note, implied = found
-        if note:
-            p.notes.append(note)
-        if row.weight_dtype is None and implied is not None:
-            row = row.model_copy(update={"weight_dtype": implied})
+        arch = found
         p.layers = arch.num_layers
         feats = _case_features(cache, arch, hw, row, PHYSICS_ENGINE[engine_label(row)], p.input_len,
                                p.output_len)
@@ -203,7 +170,7 @@ def prepare(rows: list[Measurement]) -> tuple[list[RowPrediction], dict[tuple[st
 
 
 def _bucket(preds: list[RowPrediction], cache: _Cache, key: tuple[str, str],
-            items: list[tuple[int, dict[str, float]]]) -> Bucket:
+            items: list[tuple[int, dict[str, object]]]) -> Bucket:
     hw = cache.hw(key[0])
     assert not isinstance(hw, str)
     idx = [i for i, _ in items]

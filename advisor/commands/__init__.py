@@ -1,21 +1,14 @@
-"""One module per command group; `register_all` attaches them to the typer app."""
+"""One module per command group; `register_all` attaches them to the typer app (an import error is an error,
+never a silently missing command)."""
 
 from __future__ import annotations
 
-import importlib
-
 import typer
-
-# module name -> how it attaches (each module exposes `register(app)`)
-_MODULES = ["inspect", "hw", "fit", "predict", "rank", "check", "calibrate"]
 
 
 def register_all(app: typer.Typer) -> None:
-    for name in _MODULES:
-        try:
-            mod = importlib.import_module(f"advisor.commands.{name}")
-        except ModuleNotFoundError as err:
-            if err.name == f"advisor.commands.{name}":
-                continue  # command not written yet
-            raise
-        mod.register(app)
+    from advisor.commands import calibrate, check, fit, hw, inspect, predict, rank
+
+    for command in (inspect.inspect, fit.fit, predict.predict, rank.rank, check.check, calibrate.calibrate):
+        app.command()(command)
+    app.add_typer(hw.hw_app, name="hw")

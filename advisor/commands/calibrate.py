@@ -4,36 +4,29 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
-from advisor.commands import _options as opt
-from advisor.commands._common import print_json, require
+from advisor.commands import options as opt
+from advisor.commands.output import emit
+from advisor.engines import MeasuredEngine
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def calibrate(
-        measurements: list[str] = typer.Argument(
-            ..., help="Measurement CSV (see `advisor check --help`) or vLLM bench JSON."),
-        hw: str = typer.Option(..., "--hw", help="Hardware profile id the rows were measured on."),
-        engine: str = typer.Option("vllm", "--engine", help="vllm, sglang or trtllm."),
-        output: Path = typer.Option(..., "-o", "--output", help="Calibration JSON to write."),
-        json_out: bool = opt.JSON, model: str | None = opt.COND_MODEL,
-        tp: int | None = typer.Option(None, "--tp"), pp: int | None = typer.Option(None, "--pp"),
-        dp: int | None = typer.Option(None, "--dp"), ep: int | None = typer.Option(None, "--ep"),
-        concurrency: int | None = opt.COND_CONC, weight_dtype: str | None = opt.WEIGHT_DTYPE,
-    ) -> None:
-        """Fit bounded efficiency terms to measured rows; report bounds hit, CV error, rows used/rejected.
-        --hw/--engine select the rows and also fill them in for files that do not name them."""
-        require(engine in ("vllm", "sglang", "trtllm"), "--engine", f"{engine!r} is not vllm, sglang or trtllm")
-        defaults = opt.measurement_defaults(model, hw, engine, tp, pp, dp, ep, concurrency, weight_dtype)
-        doc = calibrate_doc(measurements, hw, engine, output, defaults)
-        if json_out:
-            print_json(doc)
-        else:
-            _print(doc)
+def calibrate(
+    measurements: opt.Measurements,
+    hw: Annotated[str, typer.Option("--hw", help="Hardware profile id the rows were measured on.")],
+    output: opt.OutputFile,
+    engine: Annotated[MeasuredEngine, typer.Option("--engine", help="Engine the rows were measured with.")] = "vllm",
+    json_out: opt.Json = False, model: opt.CondModel = None, tp: opt.Tp = None, pp: opt.Pp = None,
+    dp: opt.Dp = None, ep: opt.Ep = None, concurrency: opt.CondConcurrency = None,
+    weight_dtype: opt.WeightDtypeOpt = None,
+) -> None:
+    """Fit bounded efficiency terms to measured rows; report bounds hit, CV error, rows used/rejected.
+    --hw/--engine select the rows and also fill them in for files that do not name them."""
+    defaults = opt.measurement_defaults(model=model, hardware=hw, engine=engine, tp=tp, pp=pp, dp=dp, ep=ep,
+                                        concurrency=concurrency, weight_dtype=weight_dtype)
+    emit(calibrate_doc(measurements, hw, engine, output, defaults), json_out, _print)
 
 
 def calibrate_doc(files: list[str], hw: str, engine: str, output: Path,

@@ -4,41 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
-import typer
-
-from advisor.commands import _options as opt
-from advisor.commands._common import print_json
+from advisor.commands import options as opt
+from advisor.commands.output import emit
 
 _INPUT_KEYS = ("model", "hardware", "engine", "engine_version", "weight_dtype", "tp", "pp", "dp", "ep",
                "concurrency", "input_len", "output_len", "source", "file", "row")
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def check(
-        measurements: list[str] = typer.Argument(
-            ..., help="Measurement CSV (see `advisor check --help`) or vLLM bench JSON."),
-        calibration: str | None = opt.CALIBRATION, json_out: bool = opt.JSON,
-        model: str | None = opt.COND_MODEL, hw: str | None = opt.COND_HW, engine: str | None = opt.COND_ENGINE,
-        tp: int | None = typer.Option(None, "--tp"), pp: int | None = typer.Option(None, "--pp"),
-        dp: int | None = typer.Option(None, "--dp"), ep: int | None = typer.Option(None, "--ep"),
-        concurrency: int | None = opt.COND_CONC, weight_dtype: str | None = opt.WEIGHT_DTYPE,
-    ) -> None:
-        """Compare predictions with measured TTFT, TPOT and tok/s; rows that cannot be predicted say why.
+def check(measurements: opt.Measurements, calibration: opt.Calibration = None, json_out: opt.Json = False,
+          model: opt.CondModel = None, hw: opt.CondHw = None, engine: opt.CondEngine = None, tp: opt.Tp = None,
+          pp: opt.Pp = None, dp: opt.Dp = None, ep: opt.Ep = None, concurrency: opt.CondConcurrency = None,
+          weight_dtype: opt.WeightDtypeOpt = None) -> None:
+    """Compare predictions with measured TTFT, TPOT and tok/s; rows that cannot be predicted say why.
 
-        A measurement CSV has a header row with these columns (extra columns are ignored, an empty cell is
-        unknown): model, hardware, engine (vllm|sglang|trtllm), engine_version, weight_dtype (empty = the
-        checkpoint's own; bf16|fp8|int4|nvfp4|mxfp4), tp, pp, dp, ep, concurrency, input_len, output_len,
-        ttft_ms, tpot_ms, output_tok_s, source. model, hardware, tp and concurrency are required, and at
-        least one of ttft_ms, tpot_ms, output_tok_s. A `vllm bench serve --save-result` JSON is read too;
-        the condition flags fill what a file does not hold (it has no hardware or plan).
-        Example: advisor check advisor/examples/case_study.csv"""
-        defaults = opt.measurement_defaults(model, hw, engine, tp, pp, dp, ep, concurrency, weight_dtype)
-        doc = check_doc(measurements, calibration, defaults)
-        if json_out:
-            print_json(doc)
-        else:
-            _print(doc)
+    A measurement CSV has a header row with these columns (extra columns are ignored, an empty cell is
+    unknown): model, hardware, engine (vllm|sglang|trtllm), engine_version, weight_dtype (empty = the
+    checkpoint's own; bf16|fp8|int4|nvfp4|mxfp4), tp, pp, dp, ep, concurrency, input_len, output_len,
+    ttft_ms, tpot_ms, output_tok_s, source. model, hardware, tp and concurrency are required, and at
+    least one of ttft_ms, tpot_ms, output_tok_s. A `vllm bench serve --save-result` JSON is read too;
+    the condition flags fill what a file does not hold (it has no hardware or plan).
+    Example: advisor check advisor/examples/case_study.csv"""
+    defaults = opt.measurement_defaults(model=model, hardware=hw, engine=engine, tp=tp, pp=pp, dp=dp, ep=ep,
+                                        concurrency=concurrency, weight_dtype=weight_dtype)
+    emit(check_doc(measurements, calibration, defaults), json_out, _print)
 
 
 def check_doc(files: list[str], calibration: str | None, defaults: dict[str, Any] | None = None) -> dict[str, Any]:

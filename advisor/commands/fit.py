@@ -4,13 +4,36 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import typer
-
-from advisor.commands import _options as opt
-from advisor.commands._common import print_json
+from advisor.commands import options as opt
+from advisor.commands.output import emit
 
 if TYPE_CHECKING:
     from advisor.cost.plan import Plan
+
+
+def fit(models: opt.Models = None, hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus = None, tp: opt.Tp = None,
+        pp: opt.Pp = None, dp: opt.Dp = None, ep: opt.Ep = None, max_model_len: opt.MaxModelLen = None,
+        kv_cache_dtype: opt.KvCacheDtype = "auto",
+        gpu_memory_utilization: opt.GpuMemoryUtilization = opt.DEFAULT_GPU_MEMORY_UTILIZATION,
+        weight_dtype: opt.WeightDtypeOpt = None, json_out: opt.Json = False) -> None:
+    """Memory per GPU for each model and plan: weights, activations, reserve, KV room and concurrency."""
+    from advisor import catalog
+    from advisor.cost.sweep import fit_result, make_case, node_gpus
+    from advisor.report.tables import fit_table
+    from advisor.resolve import resolve
+
+    profile = opt.hardware(hw, gpus)
+    settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, "vllm")
+    plan = opt.plan_from_flags(tp, pp, dp, ep)
+    n = node_gpus(profile, gpus)
+    docs = []
+    for ref in models or catalog.ids():
+        r = resolve(ref)
+        if max_model_len is not None:
+            opt.check_lengths(r.arch.max_context, r.arch.model, 1, 0, max_model_len)
+        for p in [plan] if plan else default_plans(n, r.arch.moe is not None):
+            docs.append(fit_result(make_case(r.arch, p, profile, settings, n, r.source), profile))
+    emit(docs, json_out, lambda d: fit_table(d, profile))
 
 
 def default_plans(num_gpus: int, moe: bool) -> list[Plan]:
@@ -24,39 +47,3 @@ def default_plans(num_gpus: int, moe: bool) -> list[Plan]:
             plans.append(Plan(tp=tp, ep=tp))
         tp *= 2
     return plans
-
-
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def fit(
-        models: list[str] = typer.Argument(None, help="Models (default: every catalog model)."),
-        hw: str = opt.HW, gpus: int | None = opt.GPUS,
-        tp: int | None = typer.Option(None, "--tp"), pp: int | None = typer.Option(None, "--pp"),
-        dp: int | None = typer.Option(None, "--dp"), ep: int | None = typer.Option(None, "--ep"),
-        max_model_len: int | None = opt.MAX_MODEL_LEN, kv_cache_dtype: str = opt.KV_DTYPE,
-        gpu_memory_utilization: float = opt.UTIL, weight_dtype: str | None = opt.WEIGHT_DTYPE,
-        json_out: bool = opt.JSON,
-    ) -> None:
-        """Memory per GPU for each model and plan: weights, activations, reserve, KV room and concurrency."""
-        from advisor import catalog
-        from advisor.arch.sources import resolve
-        from advisor.cost.predict import make_case
-        from advisor.report.results import fit_doc
-
-        profile = opt.hardware(hw, gpus)
-        settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, "vllm")
-        plan = opt.plan_from_flags(tp, pp, dp, ep)
-        n = gpus or profile.topology.num_gpus
-        docs = []
-        for ref in models or catalog.ids():
-            r = resolve(ref)
-            plans = [plan] if plan else default_plans(n, r.arch.moe is not None)
-            for p in plans:
-                case = make_case(r.arch, p, profile, settings, gpus=n)
-                docs.append(fit_doc(case, profile, r.source))
-        if json_out:
-            print_json(docs)
-        else:
-            from advisor.report.tables import fit_table
-
-            fit_table(docs, profile)

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from advisor.commands._common import print_json
+from advisor.commands.output import emit
 from advisor.errors import AdvisorError
 
 hw_app = typer.Typer(
@@ -52,9 +52,10 @@ def list_cmd(json_out: bool = JSON_OPT) -> None:
                 "interconnect_class": hw.interconnect_class,
             }
         )
-    if json_out:
-        print_json(rows)
-        return
+    emit(rows, json_out, _list_table)
+
+
+def _list_table(rows: list[dict[str, Any]]) -> None:
     table = _table(
         "Hardware profiles (hwprofiles/)",
         ["id", "GPUs", "memory GiB", "mem BW TB/s", "BF16 TFLOP/s", "formats", "link"],
@@ -116,6 +117,11 @@ def _show_tables(hw: Any, doc: dict[str, Any]) -> None:
         )
     t.add_row("power_w", f"{g.power_w:.0f} W", g.power_w_source)
     con.print(t)
+    _topology_and_collectives(hw, doc)
+
+
+def _topology_and_collectives(hw: Any, doc: dict[str, Any]) -> None:
+    con = _console()
     topo = hw.topology
     t = _table("Topology", ["field", "value"])
     for k in (
@@ -176,10 +182,7 @@ def show_cmd(
     doc["native_formats"] = hw.gpu.native_formats
     if gpus is not None:
         doc["placement"] = _placement(hw, gpus)
-    if json_out:
-        print_json(doc)
-    else:
-        _show_tables(hw, doc)
+    emit(doc, json_out, lambda d: _show_tables(hw, d))
 
 
 @hw_app.command("import-topo")
@@ -189,10 +192,10 @@ def import_topo_cmd(
     """Read `nvidia-smi topo -m` output into sockets, PCIe switches and NVLink domains."""
     from advisor.hardware.topo_import import parse_topo, topology_summary
 
-    doc = topology_summary(parse_topo(file))
-    if json_out:
-        print_json(doc)
-        return
+    emit(topology_summary(parse_topo(file)), json_out, lambda d: _topo_table(file, d))
+
+
+def _topo_table(file: Path, doc: dict[str, Any]) -> None:
     t = _table(f"Topology of {file}", ["field", "GPU groups"])
     for k in ("gpus", "sockets", "pcie_switches", "nvlink_domains", "nics_near_gpus"):
         t.add_row(k, str(doc[k]))
@@ -257,9 +260,10 @@ def import_nccl_cmd(
     if output is not None:
         _write_profile_copy(hw_ref, output, fit, file, fit.points)
         doc["written"] = str(output)
-    if json_out:
-        print_json(doc)
-        return
+    emit(doc, json_out, lambda d: _nccl_lines(file, table, fit, d))
+
+
+def _nccl_lines(file: Path, table: Any, fit: Any, doc: dict[str, Any]) -> None:
     con = _console()
     con.print(
         f"{file}: {fit.op} on {fit.gpus} GPUs ({table.device or 'device not stated'}), {fit.points} rows"
@@ -271,9 +275,5 @@ def import_nccl_cmd(
         f"{fit.large_latency_us:.2f} us); fit error median {fit.median_abs_err_pct}% "
         f"p90 {fit.p90_abs_err_pct}%"
     )
-    if output is not None:
-        con.print(f"wrote {output}")
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(hw_app, name="hw")
+    if "written" in doc:
+        con.print(f"wrote {doc['written']}")

@@ -4,112 +4,119 @@ from __future__ import annotations
 
 import csv
 import sys
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from advisor.commands import _options as opt
-from advisor.commands._common import print_json, require
+from advisor.commands import options as opt
+from advisor.commands.output import emit
 from advisor.errors import AdvisorError
+
+if TYPE_CHECKING:
+    from advisor.decide.choose import Ranking, Unranked
+    from advisor.decide.query import Objective, Query
+    from advisor.resolve import Resolved
 
 CSV_COLUMNS = ("rank", "model", "plan", "fits", "score", "ttft_ms", "tpot_ms", "per_user_tok_s", "output_tok_s",
                "collectives_per_step", "allreduce_bytes_per_token", "kv_cache_tokens", "bottleneck", "reason",
                "command", "why")
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def rank(
-        models: list[str] = typer.Argument(None, help="Models to compare (default: the whole catalog)."),
-        objective: str = typer.Option("latency", "--objective", help="latency (one user's tok/s), throughput "
-                                      "(total tok/s at --concurrency) or goodput (tok/s under the limits)."),
-        concurrency: int = typer.Option(64, "--concurrency", help="Users for throughput/goodput."),
-        input_len: int = typer.Option(1024, "--input-len", help="Prompt tokens per request."),
-        output_len: int = typer.Option(1024, "--output-len", help="Generated tokens per request."),
-        max_tpot_ms: float | None = typer.Option(None, "--max-tpot-ms", help="goodput: TPOT limit."),
-        max_ttft_ms: float | None = typer.Option(None, "--max-ttft-ms", help="goodput: TTFT limit."),
-        all_plans: bool = typer.Option(False, "--all-plans", help="List every valid plan of every model."),
-        hw: str = opt.HW, gpus: int | None = opt.GPUS, max_model_len: int | None = opt.MAX_MODEL_LEN,
-        kv_cache_dtype: str = opt.KV_DTYPE, gpu_memory_utilization: float = opt.UTIL,
-        weight_dtype: str | None = opt.WEIGHT_DTYPE, engine: str = opt.ENGINE,
-        calibration: str | None = opt.CALIBRATION, json_out: bool = opt.JSON,
-        csv_out: bool = typer.Option(False, "--csv", help="Print CSV."),
-        plot: str | None = typer.Option(None, "--plot", help="Write a PNG/SVG figure to this file."),
-    ) -> None:
-        """Rank models (and their best parallel plan) on this box; explain why; print the command to run."""
-        from advisor.calibrate.store import terms_for
-        from advisor.report.ranking import Query
-        from advisor.report.ranking import rank as do_rank
+def rank(
+    models: opt.Models = None,
+    objective: Annotated[str, typer.Option(
+        "--objective", help="latency (one user's tok/s), throughput (total tok/s at --concurrency) or goodput "
+                            "(total tok/s within --max-tpot-ms/--max-ttft-ms, up to --concurrency users).")
+    ] = "latency",
+    concurrency: opt.Concurrency = opt.DEFAULT_CONCURRENCY, input_len: opt.InputLen = opt.DEFAULT_INPUT_LEN,
+    output_len: opt.OutputLen = opt.DEFAULT_OUTPUT_LEN,
+    max_tpot_ms: Annotated[float | None, typer.Option("--max-tpot-ms", min=0.001,
+                                                      help="goodput: TPOT limit (ms).")] = None,
+    max_ttft_ms: Annotated[float | None, typer.Option("--max-ttft-ms", min=0.001,
+                                                      help="goodput: TTFT limit (ms).")] = None,
+    all_plans: Annotated[bool, typer.Option("--all-plans", help="List every valid plan of every model.")] = False,
+    hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus = None, max_model_len: opt.MaxModelLen = None,
+    kv_cache_dtype: opt.KvCacheDtype = "auto",
+    gpu_memory_utilization: opt.GpuMemoryUtilization = opt.DEFAULT_GPU_MEMORY_UTILIZATION,
+    weight_dtype: opt.WeightDtypeOpt = None, engine: opt.EngineOpt = "vllm", calibration: opt.Calibration = None,
+    json_out: opt.Json = False,
+    csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV.")] = False,
+    plot: Annotated[str | None, typer.Option("--plot", help="Write a PNG/SVG figure to this file.")] = None,
+) -> None:
+    """Rank models (and their best parallel plan) on this box; explain why; print the command to run."""
+    from advisor.calibrate.store import terms_for
+    from advisor.decide.choose import rank as do_rank
+    from advisor.decide.query import Query
 
-        q = Query(objective, concurrency, input_len, output_len, max_tpot_ms, max_ttft_ms)
-        _validate(q, json_out, csv_out, plot)
-        profile = opt.hardware(hw, gpus)
-        # models whose context is too short for the request are dropped below
-        settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine,
-                                input_len + output_len)
-        resolved, unknown = _resolve_all(models)
-        good = []
-        for r in resolved:
-            try:
-                opt.check_lengths(r.arch.max_context, r.arch.model, input_len, output_len, concurrency,
-                                  max_model_len)
-                good.append(r)
-            except AdvisorError as err:
-                unknown.append({"model": r.arch.model, "fits": False, "reason": str(err)})
-        terms, calibrated = terms_for(profile, engine, calibration)
-        rows, unfit = do_rank(good, profile, settings, terms, q, calibrated, gpus, all_plans)
-        if not rows:
-            why = "; ".join(d["reason"] if d["reason"].startswith(d["model"]) else f"{d['model']}: {d['reason']}"
-                            for d in unknown + unfit)
-            raise AdvisorError(f"nothing to rank: {why}")
-        if plot is not None:
-            from advisor.report.plots import rank_figure, save
-
-            save(rank_figure(rows, good, profile, settings, terms, q, gpus), plot)
-        tail = [{**d, "rank": None} for d in unfit + unknown]
-        if json_out:
-            print_json(rows + tail)
-        elif csv_out:
-            _csv(rows + tail)
-        else:
-            from advisor.report.tables import rank_table
-
-            rank_table(rows, tail, profile, q)
-
-
-def _validate(q: Any, json_out: bool, csv_out: bool, plot: str | None) -> None:
-    """Flag checks before any model is read: one line naming the flag (exit 2)."""
-    require(q.objective in ("latency", "throughput", "goodput"), "--objective",
-            f"{q.objective!r} is not latency, throughput or goodput")
-    if q.objective != "goodput" and (q.max_tpot_ms is not None or q.max_ttft_ms is not None):
-        raise AdvisorError(f"--max-tpot-ms/--max-ttft-ms only apply to --objective goodput, not {q.objective}")
-    if q.objective == "goodput":
-        require(q.max_tpot_ms is not None or q.max_ttft_ms is not None, "--objective goodput",
-                "needs --max-tpot-ms and/or --max-ttft-ms")
-    for flag, v in (("--max-tpot-ms", q.max_tpot_ms), ("--max-ttft-ms", q.max_ttft_ms)):
-        require(v is None or v > 0, flag, f"{v} must be > 0")
-    for flag, n in (("--concurrency", q.concurrency), ("--input-len", q.input_len), ("--output-len", q.output_len)):
-        require(n >= 1, flag, f"{n} must be >= 1")  # global: checked once, before any model
-    require(not (json_out and csv_out), "--json/--csv", "choose one output form")
+    q = Query(**_query(objective, concurrency, input_len, output_len, max_tpot_ms, max_ttft_ms))
+    if json_out and csv_out:
+        raise AdvisorError("--json/--csv: choose one output form")
+    if plot is not None and not plot.lower().endswith((".png", ".svg")):
+        raise AdvisorError(f"--plot: {plot}: give a .png or .svg file name")
+    profile = opt.hardware(hw, gpus)
+    settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine,
+                            input_len + output_len)
+    good, unknown = _candidates(models, q, max_model_len)
+    terms, calibrated = terms_for(profile, engine, calibration)
+    ranking = do_rank(good, profile, settings, terms, q, calibrated, gpus, all_plans)
+    ranking = replace(ranking, unranked=ranking.unranked + tuple(unknown))
+    if not ranking.rows:
+        why = "; ".join(d.reason if d.reason.startswith(d.model) else f"{d.model}: {d.reason}"
+                        for d in ranking.unranked)
+        raise AdvisorError(f"nothing to rank: {why}")
     if plot is not None:
-        require(plot.lower().endswith((".png", ".svg")), "--plot", f"{plot}: give a .png or .svg file name")
+        from advisor.report.plots import rank_figure, save
+
+        save(rank_figure(ranking, profile, settings), plot)
+    if csv_out:
+        _csv(ranking)
+        return
+    from advisor.report.tables import rank_table
+
+    emit([*ranking.rows, *ranking.unranked], json_out, lambda _: rank_table(ranking, profile))
 
 
-def _resolve_all(models: list[str] | None) -> tuple[list[Any], list[dict[str, Any]]]:
+def _candidates(models: list[str] | None, q: Query, max_model_len: int | None
+                ) -> tuple[list[Resolved], list[Unranked]]:
+    """Models that resolve and whose context holds the request; the others with the reason."""
     from advisor import catalog
-    from advisor.arch.sources import resolve
+    from advisor.decide.choose import Unranked
+    from advisor.resolve import resolve_all
 
-    resolved, unknown = [], []
-    for ref in models or catalog.ids():
+    resolved, missing = resolve_all(models or catalog.ids())
+    unknown = [Unranked(model=ref, reason=why) for ref, why in missing.items()]
+    good = []
+    for r in resolved:
         try:
-            resolved.append(resolve(ref))
+            opt.check_lengths(r.arch.max_context, r.arch.model, q.input_len, q.output_len, max_model_len)
+            good.append(r)
         except AdvisorError as err:
-            unknown.append({"model": ref, "fits": False, "reason": str(err)})
-    return resolved, unknown
+            unknown.append(Unranked(model=r.arch.model, source=r.source, reason=str(err)))
+    return good, unknown
 
 
-def _csv(rows: list[dict[str, Any]]) -> None:
+def _query(objective: str, concurrency: int, input_len: int, output_len: int, max_tpot_ms: float | None,
+           max_ttft_ms: float | None) -> dict[str, Any]:
+    """Flag checks before any model is read: one line naming the flag (exit 2)."""
+    from advisor.decide.query import OBJECTIVES
+
+    if objective not in OBJECTIVES:
+        raise AdvisorError(f"--objective: {objective!r} is not {', '.join(OBJECTIVES)}")
+    limits = max_tpot_ms is not None or max_ttft_ms is not None
+    if objective != "goodput" and limits:
+        raise AdvisorError(f"--max-tpot-ms/--max-ttft-ms only apply to --objective goodput, not {objective}")
+    if objective == "goodput" and not limits:
+        raise AdvisorError("--objective goodput: needs --max-tpot-ms and/or --max-ttft-ms")
+    obj: Objective = objective  # type: ignore[assignment]
+    return {"objective": obj, "concurrency": concurrency, "input_len": input_len, "output_len": output_len,
+            "max_tpot_ms": max_tpot_ms, "max_ttft_ms": max_ttft_ms}
+
+
+def _csv(ranking: Ranking) -> None:
     w = csv.DictWriter(sys.stdout, fieldnames=CSV_COLUMNS, extrasaction="ignore")
     w.writeheader()
-    for d in rows:
-        w.writerow({**d, "plan": d.get("plan", {}).get("label") if d.get("plan") else ""})
+    for d in [*ranking.rows, *ranking.unranked]:
+        row = d.model_dump(mode="json")
+        plan = row.get("plan")
+        w.writerow({**row, "plan": plan["label"] if plan else ""})

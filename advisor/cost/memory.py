@@ -76,8 +76,8 @@ def memory_fit(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Setti
                weights: tuple[WeightGroup, ...]) -> MemoryFit:
     capacity = float(hw.gpu.memory_bytes)
     budget = capacity * settings.gpu_memory_utilization
-    w = weights_per_gpu(weights, plan)
     act = activation_bytes(arch, plan, settings, hw.gpu.memory_bytes)
+    w = weights_per_gpu(weights, plan)
     overhead = CUDA_GRAPH_BYTES + NON_TORCH_BYTES
     kv_room = budget - w - act - overhead
     b, dtype = kv_elem_bytes(arch, settings)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from advisor.cost.collectives import SLOTS
 from advisor.cost.features import Features
 from advisor.cost.terms import Terms
 from advisor.hardware import HardwareProfile
@@ -83,22 +84,18 @@ def forward_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, tok
 
 
 def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.ndarray) -> np.ndarray:
-    """TP allreduces of [T, H] BF16 (+ MiniMax's fp32 [T, 2]), the logits all-gather of the sampled rows
-    only (one per request, `gpu_model_runner.py` logits_indices), MoE dispatch and
-    combine across DP ranks (all-gather + reduce-scatter, vLLM's default backend), PP sends and the DP
-    batch-size sync (vLLM `layers/linear.py: RowParallelLinear.forward`, `moe_runner.py:
-    _maybe_reduce_final_output`, `all2all.py: AgRsAll2AllManager`, `v1/worker/dp_utils.py`)."""
+    """Seconds of one forward's collectives (`collectives.step_collectives`, summed per slot): a message is
+    CUDA-graph-padded tokens per DP rank (all DP ranks' for dispatch/combine), sampled rows, or fixed."""
     t = np.broadcast_to(pad_tokens(tokens), np.broadcast_shapes(np.shape(tokens), F.tp.shape))
-    hb = t * F.hidden * 2
-    total = F.ar_calls * _by_group(comm, "allreduce", hb, F.tp)
-    total = total + F.tiny_ar_calls * _by_group(comm, "allreduce", t * 8, F.tp)
-    total = total + _by_group(comm, "allgather", np.maximum(sampled, 1) * F.vocab * 2, F.tp)
-    n = F.tp * F.dp
-    gathered = t * F.dp * F.hidden
-    total = total + F.a2a_layers * (_by_group(comm, "allgather", gathered * F.dispatch_bytes, n)
-                                    + _by_group(comm, "reducescatter", gathered * 2, n))
-    total = total + (F.pp - 1) * _by_group(comm, "p2p", hb, np.where(F.pp > 1, 2.0, 1.0))
-    return total + _by_group(comm, "allreduce", 16 * F.dp + 0 * t, F.dp)
+    units = {"tokens": t, "dp_tokens": t * F.dp, "sampled": np.maximum(sampled, 1) + 0 * t, "fixed": 1 + 0 * t}
+    total = np.zeros(t.shape)
+    for k, slot in enumerate(SLOTS):
+        calls = F.coll_calls[..., k]
+        if not np.any(calls):
+            continue
+        total = total + calls * _by_group(comm, slot.op, units[slot.scales_with] * F.coll_bytes[..., k],
+                                          F.coll_group[..., k])
+    return total
 
 
 def max_running(F: Features, seq_tokens: np.ndarray) -> np.ndarray:

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.engines import DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_MODEL_LEN, Engine, KvDtype, WeightDtype
 
 # vLLM `engine/arg_utils.py:_get_default_max_num_seqs_and_batched_tokens`: the OpenAI
 # server on GPUs with >= 70 GiB uses max_num_batched_tokens 8192 and max_num_seqs 1024 (256 / 2048 below).
 BIG_GPU_BYTES = 70 * 2**30
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # vllm/config/cache.py at commit 9aaf83ef (2026-05-19; was 0.9)
-# A serving context a user typically asks for; the model's own maximum is often 128k-1M tokens, more KV
-# than a box holds at any useful concurrency. The printed command passes it explicitly.
-DEFAULT_MAX_MODEL_LEN = 32768
 
 
 class Settings(BaseModel):
@@ -22,11 +18,11 @@ class Settings(BaseModel):
 
     max_model_len: int | None = Field(None, ge=1)
     gpu_memory_utilization: float = Field(DEFAULT_GPU_MEMORY_UTILIZATION, gt=0, le=1)
-    kv_cache_dtype: Literal["auto", "bf16", "fp8"] = "auto"
-    weight_dtype: str | None = None
+    kv_cache_dtype: KvDtype = "auto"
+    weight_dtype: WeightDtype | None = None
     max_num_batched_tokens: int | None = Field(None, ge=1)
     max_num_seqs: int | None = Field(None, ge=1)
-    engine: Literal["vllm", "sglang"] = "vllm"
+    engine: Engine = "vllm"
 
     def batched_tokens(self, gpu_bytes: int) -> int:
         return self.max_num_batched_tokens or (8192 if gpu_bytes >= BIG_GPU_BYTES else 2048)

@@ -1,4 +1,5 @@
-"""The `rank --plot` figure: throughput vs per-user speed, decode-step breakdown, memory per GPU.
+"""The `rank --plot` figure: throughput vs per-user speed, decode-step breakdown, memory per GPU. It draws
+what the ranking computed (its sweep and rows); it evaluates nothing.
 
 matplotlib is imported inside the functions (the CLI must start without it).
 """
@@ -7,77 +8,47 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from advisor.arch.sources import Resolved
-from advisor.cost.plan import Plan
-from advisor.cost.predict import Case, all_cases, evaluate, make_case
-from advisor.cost.terms import Terms
+from advisor.cost.prediction import BREAKDOWN, PerGpu, Prediction
 from advisor.cost.workload import Settings
+from advisor.decide.choose import Ranking
 from advisor.errors import AdvisorError
 from advisor.hardware import HardwareProfile
-from advisor.report.ranking import GRID
-from advisor.report.results import BREAKDOWN
 
 GiB = 2**30
-# Memory stack of panel (c): (label, how to get GiB from a row's per_gpu). "reserve" is what
-# --gpu-memory-utilization keeps back: capacity - budget (vLLM `gpu_worker.py:determine_available_memory`).
+# Memory stack of panel (c). "reserve" is what --gpu-memory-utilization keeps back: capacity - budget
+# (vLLM `gpu_worker.py:determine_available_memory`).
 MEMORY_PARTS = ("weights", "KV room", "activations", "overhead", "reserve")
 MAX_BARS = 30  # panels (b) and (c) show the top rows only, so that a whole-catalog --all-plans stays legible
 
 
-def memory_parts(per_gpu: dict[str, float]) -> dict[str, float]:
+def memory_parts(per_gpu: PerGpu) -> dict[str, float]:
     """Bytes per GPU of each stacked part; they sum to the capacity."""
-    return {"weights": per_gpu["weights_bytes"], "KV room": per_gpu["kv_cache_bytes"],
-            "activations": per_gpu["activation_bytes"], "overhead": per_gpu["overhead_bytes"],
-            "reserve": per_gpu["capacity_bytes"] - per_gpu["budget_bytes"]}
+    return {"weights": per_gpu.weights_bytes, "KV room": per_gpu.kv_cache_bytes,
+            "activations": per_gpu.activation_bytes, "overhead": per_gpu.overhead_bytes,
+            "reserve": per_gpu.capacity_bytes - per_gpu.budget_bytes}
 
 
-def row_label(d: dict[str, Any]) -> str:
-    return f"{d['model']} ({d['plan']['label']})"
-
-
-def sweep(rows: list[dict[str, Any]], resolved: list[Resolved], hw: HardwareProfile, settings: Settings,
-          terms: Terms, q: Any, gpus: int | None = None
-          ) -> tuple[list[tuple[str, Case, bool]], dict[str, np.ndarray]]:
-    """Each model's best plan (first row of the model) and its other runnable plans, evaluated over GRID in
-    one call. Returns [(model, case, is_best)] in the order of the result arrays, and the arrays."""
-    archs = {r.arch.model: r.arch for r in resolved}
-    cases: list[tuple[str, Case, bool]] = []
-    seen: set[str] = set()
-    for d in rows:
-        name = d["model"]
-        if name in seen:
-            continue
-        seen.add(name)
-        p = d["plan"]
-        best = Plan(tp=p["tp"], pp=p["pp"], dp=p["dp"], ep=p["ep"])
-        cases.append((name, make_case(archs[name], best, hw, settings, gpus), True))
-        cases += [(name, c, False) for c in all_cases(archs[name], hw, settings, gpus)
-                  if c.runs and c.plan != best]
-    res = evaluate([c for _, c, _ in cases], hw, settings, terms, np.array(GRID, dtype=float),
-                   np.array([q.input_len]), np.array([q.output_len]))
-    return cases, res
-
-
-def rank_figure(rows: list[dict[str, Any]], resolved: list[Resolved], hw: HardwareProfile, settings: Settings,
-                terms: Terms, q: Any, gpus: int | None = None) -> Any:
-    """Three panels: (a) total vs per-user tok/s over GRID, (b) decode-step breakdown, (c) memory per GPU."""
+def rank_figure(ranking: Ranking, hw: HardwareProfile, settings: Settings) -> Any:
+    """Three panels: (a) total vs per-user tok/s over the grid, (b) decode-step breakdown, (c) memory per GPU."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
+    rows, q = ranking.rows, ranking.query
     width = min(max(15.0, 5.0 + 0.6 * len(rows)), 30.0)
-    models = len({d["model"] for d in rows})
+    models = len({d.model for d in rows})
     height = 5.5 if models <= 8 else 6.0 + 0.15 * models  # room for the legend below panel (a)
     fig = Figure(figsize=(width, height), layout="constrained")
     ax_a, ax_b, ax_c = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.4, 1, 1]})
-    _throughput_panel(ax_a, rows, resolved, hw, settings, terms, q, gpus)
-    top = rows[:MAX_BARS]
+    _throughput_panel(ax_a, ranking)
+    top = list(rows[:MAX_BARS])
     more = f" (top {len(top)} of {len(rows)})" if len(rows) > len(top) else ""
     _breakdown_panel(ax_b, top, more)
     _memory_panel(ax_c, top, more)
@@ -86,21 +57,22 @@ def rank_figure(rows: list[dict[str, Any]], resolved: list[Resolved], hw: Hardwa
     return fig
 
 
-def _throughput_panel(ax: Any, rows: list[dict[str, Any]], resolved: list[Resolved], hw: HardwareProfile,
-                      settings: Settings, terms: Terms, q: Any, gpus: int | None) -> None:
-    cases, res = sweep(rows, resolved, hw, settings, terms, q, gpus)
+def _throughput_panel(ax: Any, ranking: Ranking) -> None:
+    sweep = ranking.sweep
+    assert sweep is not None
     colors: dict[str, str] = {}
-    for i, (name, case, best) in enumerate(cases):
+    for name, i, best in ranking.best_and_others():
         colors.setdefault(name, f"C{len(colors) % 10}")
-        x, y = res["per_user_tok_s"][i, :, 0], res["output_tok_s"][i, :, 0]
+        x, y = sweep.series("per_user_tok_s", i), sweep.series("output_tok_s", i)
+        label = f"{name} ({sweep.cases[i].plan.label()})"
         if best:
-            ax.plot(x, y, "o-", color=colors[name], label=f"{name} ({case.plan.label()})", zorder=3)
+            ax.plot(x, y, "o-", color=colors[name], label=label, zorder=3)
         else:  # a leading underscore keeps it out of the legend
-            ax.plot(x, y, "-", color=colors[name], alpha=0.25, linewidth=1,
-                    label=f"_{name} ({case.plan.label()})", zorder=2)
+            ax.plot(x, y, "-", color=colors[name], alpha=0.25, linewidth=1, label=f"_{label}", zorder=2)
+    grid = sweep.concurrency
     ax.set_xlabel("per-user speed (tok/s per user)")
     ax.set_ylabel("total output throughput (tok/s)")
-    ax.set_title(f"(a) throughput vs per-user speed, {GRID[0]}-{GRID[-1]} users\n"
+    ax.set_title(f"(a) throughput vs per-user speed, {grid[0]:.0f}-{grid[-1]:.0f} users\n"
                  "(best plan bold, other valid plans faint)", fontsize="medium")
     ax.set_yscale("log")
     ax.grid(True, which="both", alpha=0.3)
@@ -110,11 +82,11 @@ def _throughput_panel(ax: Any, rows: list[dict[str, Any]], resolved: list[Resolv
         ax.legend(fontsize="x-small", ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.12))
 
 
-def _breakdown_panel(ax: Any, rows: list[dict[str, Any]], more: str) -> None:
+def _breakdown_panel(ax: Any, rows: Sequence[Prediction], more: str) -> None:
     x = np.arange(len(rows))
     bottom = np.zeros(len(rows))
     for part in BREAKDOWN:
-        h = np.array([d["breakdown_ms"][part] for d in rows])
+        h = np.array([(d.breakdown_ms or {})[part] for d in rows])
         ax.bar(x, h, bottom=bottom, label=part)
         bottom += h
     ax.set_xticks(x, [_short(d) for d in rows], rotation=60 if len(rows) > 6 else 20, ha="right", fontsize="small")
@@ -123,15 +95,16 @@ def _breakdown_panel(ax: Any, rows: list[dict[str, Any]], more: str) -> None:
     ax.legend(fontsize="small")
 
 
-def _memory_panel(ax: Any, rows: list[dict[str, Any]], more: str) -> None:
+def _memory_panel(ax: Any, rows: Sequence[Prediction], more: str) -> None:
     x = np.arange(len(rows))
     bottom = np.zeros(len(rows))
-    parts = [memory_parts(d["per_gpu"]) for d in rows]
+    parts = [memory_parts(d.per_gpu) for d in rows if d.per_gpu is not None]
     for name in MEMORY_PARTS:
         h = np.array([p[name] for p in parts]) / GiB
         ax.bar(x, h, bottom=bottom, label=name)
         bottom += h
-    capacity = max(d["per_gpu"]["capacity_bytes"] for d in rows) / GiB
+    capacity = max(p["weights"] + p["KV room"] + p["activations"] + p["overhead"] + p["reserve"]
+                   for p in parts) / GiB
     ax.axhline(capacity, color="black", linestyle="--", linewidth=1, label=f"capacity {capacity:.1f} GiB")
     ax.set_xticks(x, [_short(d) for d in rows], rotation=60 if len(rows) > 6 else 20, ha="right", fontsize="small")
     ax.set_ylabel("memory per GPU (GiB)")
@@ -139,8 +112,8 @@ def _memory_panel(ax: Any, rows: list[dict[str, Any]], more: str) -> None:
     ax.legend(fontsize="small", loc="lower right")
 
 
-def _short(d: dict[str, Any]) -> str:
-    return f"{d['model'].rsplit('/', 1)[-1]} {d['plan']['label']}"
+def _short(d: Prediction) -> str:
+    return f"{d.model.rsplit('/', 1)[-1]} {d.plan.label}"
 
 
 def save(fig: Any, path: str | os.PathLike[str]) -> None:

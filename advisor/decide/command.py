@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from advisor.cost.plan import Plan
-from advisor.cost.workload import DEFAULT_GPU_MEMORY_UTILIZATION, Settings
+from advisor.cost.workload import Settings
+from advisor.engines import DEFAULT_GPU_MEMORY_UTILIZATION
 from advisor.hardware import HardwareProfile
 from advisor.hardware.placement import pick_gpus
 

@@ -1,0 +1,119 @@
+"""Options shared by the commands, typed once (`Annotated` aliases with help and bounds, so that typer
+validates and documents them), and the objects they build."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from advisor.engines import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    DEFAULT_INPUT_LEN,
+    DEFAULT_MAX_MODEL_LEN,
+    DEFAULT_OUTPUT_LEN,
+    Engine,
+    KvDtype,
+    MeasuredEngine,
+    WeightDtype,
+)
+from advisor.errors import AdvisorError
+from advisor.hardware.ids import DEFAULT_HW
+
+if TYPE_CHECKING:  # the modules behind these load numpy/pydantic: imported when a command runs
+    from advisor.cost.plan import Plan
+    from advisor.cost.workload import Settings
+    from advisor.hardware import HardwareProfile
+
+Models = Annotated[list[str] | None, typer.Argument(
+    help="ORG/NAME[@REVISION] (Hub, then the bundled catalog), a folder with config.json, or a config file. "
+         "None: every bundled catalog model.", show_default=False)]
+Model = Annotated[str, typer.Argument(
+    help="ORG/NAME[@REVISION] (Hub, then the bundled catalog), a folder with config.json, or a config file.",
+    show_default=False)]
+Hw = Annotated[str, typer.Option("--hw", help="Hardware profile id (`advisor hw list`) or a profile .toml path.")]
+Gpus = Annotated[int | None, typer.Option("--gpus", min=1, help="Use only N GPUs of the node (placed by topology).")]
+Tp = Annotated[int | None, typer.Option("--tp", min=1, help="Tensor-parallel size.")]
+Pp = Annotated[int | None, typer.Option("--pp", min=1, help="Pipeline-parallel size.")]
+Dp = Annotated[int | None, typer.Option("--dp", min=1, help="Data-parallel (attention) size.")]
+Ep = Annotated[int | None, typer.Option("--ep", min=1, help="Expert-parallel size: vLLM's is TP x DP.")]
+Concurrency = Annotated[int, typer.Option("--concurrency", min=1, help="Concurrent users (closed loop).")]
+InputLen = Annotated[int, typer.Option("--input-len", min=1, help="Prompt tokens per request.")]
+OutputLen = Annotated[int, typer.Option("--output-len", min=1, help="Generated tokens per request.")]
+MaxModelLen = Annotated[int | None, typer.Option(
+    "--max-model-len", min=1, show_default=False,
+    help=f"Context per sequence the engine is started with [default: min(model maximum, {DEFAULT_MAX_MODEL_LEN}), "
+         "raised to input + output length].")]
+KvCacheDtype = Annotated[KvDtype, typer.Option("--kv-cache-dtype", help="auto (the checkpoint's), bf16 or fp8.")]
+GpuMemoryUtilization = Annotated[float, typer.Option(
+    "--gpu-memory-utilization", min=0.05, max=1.0, help="Share of each GPU's memory the engine may use.")]
+WeightDtypeOpt = Annotated[WeightDtype | None, typer.Option(
+    "--weight-dtype", show_default=False, help="Re-quantize the linear layers (default: the checkpoint's own).")]
+EngineOpt = Annotated[Engine, typer.Option("--engine", help="Serving engine.")]
+Calibration = Annotated[str | None, typer.Option(
+    "--calibration", show_default=False,
+    help="Calibration file (default: the shipped one for this hardware and engine, if any).")]
+Json = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+Measurements = Annotated[list[str], typer.Argument(
+    help="Measurement CSV (see `advisor check --help`) or vLLM bench JSON.", show_default=False)]
+CondModel = Annotated[str | None, typer.Option("--model", help="Model of rows that do not name one.")]
+CondHw = Annotated[str | None, typer.Option("--hw", help="Hardware of rows that do not name one (e.g. vLLM bench "
+                                                     "JSON).")]
+CondEngine = Annotated[MeasuredEngine | None, typer.Option("--engine", help="Engine of rows that do not name one.")]
+CondConcurrency = Annotated[int | None, typer.Option("--concurrency", min=1,
+                                                     help="Concurrency of rows that do not state it.")]
+OutputFile = Annotated[Path, typer.Option("-o", "--output", help="File to write (atomically).")]
+
+__all__ = ["DEFAULT_CONCURRENCY", "DEFAULT_GPU_MEMORY_UTILIZATION", "DEFAULT_HW", "DEFAULT_INPUT_LEN",
+           "DEFAULT_OUTPUT_LEN"]  # the defaults the commands show, from their one definition
+
+
+def hardware(hw: str, gpus: int | None) -> HardwareProfile:
+    from advisor.hardware import load_profile
+
+    profile = load_profile(hw)
+    if gpus is not None and gpus > profile.topology.num_gpus:
+        raise AdvisorError(f"--gpus: {gpus} is more than the {profile.topology.num_gpus} GPUs of {profile.id}")
+    return profile
+
+
+def settings(max_model_len: int | None, kv_cache_dtype: str, util: float, weight_dtype: str | None,
+             engine: str, need_tokens: int = 0) -> Settings:
+    """Engine settings from flags. Without --max-model-len the default context is raised to `need_tokens`
+    (input + output), else the printed serve command would refuse the request."""
+    from advisor.cost.workload import Settings
+
+    if max_model_len is None and need_tokens > DEFAULT_MAX_MODEL_LEN:
+        max_model_len = need_tokens
+    return Settings(max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype,
+                    gpu_memory_utilization=util, weight_dtype=weight_dtype, engine=engine)
+
+
+def plan_from_flags(tp: int | None, pp: int | None, dp: int | None, ep: int | None) -> Plan | None:
+    """The plan the flags describe, or None when no plan flag was given."""
+    from advisor.cost.plan import Plan
+
+    if tp is None and pp is None and dp is None and ep is None:
+        return None
+    return Plan(tp=tp or 1, pp=pp or 1, dp=dp or 1, ep=ep or 1)
+
+
+def check_lengths(arch_max: int, model: str, input_len: int, output_len: int, max_model_len: int | None) -> None:
+    """A request must fit the model's context and the engine's --max-model-len."""
+    if input_len + output_len > arch_max:
+        raise AdvisorError(f"--input-len/--output-len: {input_len}+{output_len} tokens exceed {model}'s context "
+                           f"of {arch_max}")
+    if max_model_len is not None and max_model_len > arch_max:
+        raise AdvisorError(f"--max-model-len: {max_model_len} exceeds {model}'s context of {arch_max} (the engine "
+                           "refuses it)")
+    if max_model_len is not None and input_len + output_len > max_model_len:
+        raise AdvisorError(f"--max-model-len: {input_len}+{output_len} tokens exceed --max-model-len "
+                           f"{max_model_len}")
+
+
+def measurement_defaults(**given: Any) -> dict[str, Any]:
+    """Conditions a measurement file does not hold (a vLLM `bench serve` JSON has no hardware or plan); the
+    file's own values win (`read_measurements(defaults=...)`)."""
+    return {k: v for k, v in given.items() if v is not None}

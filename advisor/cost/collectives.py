@@ -1,0 +1,126 @@
+"""The collectives of one forward pass: the one list that timing, the report and `inspect` all read.
+
+Each entry says what issues it, the op, the group it spans, how many calls one forward makes (all layers,
+all PP stages) and how its message grows. Sources (vLLM):
+- `layers/linear.py: RowParallelLinear.forward`: one allreduce of `[T, H]` per row-parallel output
+  (attention `o_proj`, mixer `out_proj`, MLP `down_proj`); `fused_moe/runner/moe_runner.py:
+  _maybe_reduce_final_output`: one per MoE layer (shared experts join the same reduce);
+- `vocab_parallel_embedding.py: VocabParallelEmbedding.forward`: one allreduce per forward;
+- `layers/mamba/linear_attn.py: MiniMaxText01RMSNormTP.forward_qk`: MiniMax-M2's fp32 `[T, 2]` q/k
+  variance allreduce per attention layer (`qk_norm_type: per_layer`);
+- `logits_processor.py: LogitsProcessor._gather_logits`: all-gather of the sampled rows' logits;
+- with DP > 1 the MoE reduce becomes dispatch (all-gather) and combine (reduce-scatter) over TP x DP
+  (`fused_moe/config.py: FusedMoEParallelConfig.make`, `device_communicators/all2all.py:
+  AgRsAll2AllManager`), block-FP8 models dispatch FP8 activations (`prepare_finalize/naive_dp_ep.py:
+  _quantize_and_setup_dispatch`); one `[4 x dp]` int32 batch-size sync per step (`v1/worker/dp_utils.py:
+  coordinate_batch_across_dp`); PP stages send `[T, H]` to the next (`v1/worker/gpu_model_runner.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from advisor.arch.model import ModelArch, WeightGroup
+from advisor.cost.plan import Plan
+
+ACT_BYTES = 2  # activations between layers are BF16 for every checkpoint format (vLLM model dtype)
+# Activations dispatched to experts under DP+EP: block-FP8 models quantize before dispatch (1 + 4/128
+# bytes per element), others BF16.
+DISPATCH_BYTES = {"fp8-block": 1 + 4 / 128}
+QK_VARIANCE_BYTES = 8  # [T, 2] fp32 per token
+
+Scale = Literal["tokens", "dp_tokens", "sampled", "fixed"]
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A timing class: collectives with the same op and message law, summed by calls before timing."""
+
+    name: str
+    op: str
+    scales_with: Scale  # message = units * bytes_per_unit; units: padded tokens per DP rank, tokens of every
+    # DP rank, sampled rows, or one (a fixed-size message)
+
+
+TP_HIDDEN = Slot("tp_hidden", "allreduce", "tokens")
+TP_TINY = Slot("tp_tiny", "allreduce", "tokens")
+LOGITS = Slot("logits", "allgather", "sampled")
+DISPATCH = Slot("moe_dispatch", "allgather", "dp_tokens")
+COMBINE = Slot("moe_combine", "reducescatter", "dp_tokens")
+PP_SEND = Slot("pp_send", "p2p", "tokens")
+DP_SYNC = Slot("dp_sync", "allreduce", "fixed")
+SLOTS = (TP_HIDDEN, TP_TINY, LOGITS, DISPATCH, COMBINE, PP_SEND, DP_SYNC)
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One kind of collective in a forward: `calls` of `slot.op` over `group` GPUs, each moving
+    `units x bytes_per_unit` bytes (the nccl-tests message size)."""
+
+    cause: str
+    slot: Slot
+    group: int
+    calls: int
+    bytes_per_unit: float
+    layers: int = 0  # decoder layers that issue it (0: once per forward)
+
+    @property
+    def op(self) -> str:
+        return self.slot.op
+
+
+def step_collectives(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...] | None = None
+                     ) -> tuple[Collective, ...]:
+    """Every collective one forward issues under `plan` (empty on one GPU)."""
+    out: list[Collective] = []
+    h = arch.hidden_size * ACT_BYTES
+    moe_layers = arch.moe.moe_layers if arch.moe is not None else 0
+    attn_layers = sum(g.layers for g in arch.attn_groups if g.kind in ("full", "sliding", "mla"))
+    mixer_layers = sum(g.layers for g in arch.attn_groups)
+    if plan.tp > 1:
+        out.append(Collective("attention/mixer output projection", TP_HIDDEN, plan.tp, mixer_layers, h,
+                              mixer_layers))
+        if arch.dense_mlp_layers:
+            out.append(Collective("dense MLP down_proj", TP_HIDDEN, plan.tp, arch.dense_mlp_layers, h,
+                                  arch.dense_mlp_layers))
+        if moe_layers and plan.dp == 1:
+            out.append(Collective("MoE final reduce", TP_HIDDEN, plan.tp, moe_layers, h, moe_layers))
+        out.append(Collective("vocab-parallel embedding", TP_HIDDEN, plan.tp, 1, h))
+        if arch.qk_norm_full_width:
+            out.append(Collective("full-width q/k RMSNorm variance (fp32)", TP_TINY, plan.tp, attn_layers,
+                                  QK_VARIANCE_BYTES, attn_layers))
+        out.append(Collective("logits all-gather", LOGITS, plan.tp, 1, arch.vocab_size * ACT_BYTES))
+    if moe_layers and plan.dp > 1:
+        fmt = max((w.fmt for w in weights or arch.weights if w.shard == "expert"),
+                  key=lambda f: DISPATCH_BYTES.get(f, ACT_BYTES), default="bf16")
+        n = plan.tp * plan.dp
+        out.append(Collective("MoE dispatch", DISPATCH, n, moe_layers,
+                              arch.hidden_size * DISPATCH_BYTES.get(fmt, ACT_BYTES), moe_layers))
+        out.append(Collective("MoE combine", COMBINE, n, moe_layers, h, moe_layers))
+    if plan.pp > 1:
+        out.append(Collective("pipeline stage send", PP_SEND, 2, plan.pp - 1, h))
+    if plan.dp > 1:
+        out.append(Collective("DP batch-size sync", DP_SYNC, plan.dp, 1, 16.0 * plan.dp))
+    return tuple(c for c in out if c.calls > 0)
+
+
+def slot_rows(collectives: tuple[Collective, ...]) -> dict[str, tuple[float, float, float]]:
+    """Per slot name: (calls, bytes per unit, group) with the calls of a slot's collectives summed; a slot's
+    collectives share message law and group in every plan (checked)."""
+    rows: dict[str, tuple[float, float, float]] = {s.name: (0.0, 0.0, 1.0) for s in SLOTS}
+    for c in collectives:
+        calls, unit, group = rows[c.slot.name]
+        if calls and (unit, group) != (c.bytes_per_unit, c.group):
+            raise ValueError(f"slot {c.slot.name}: {c.cause} differs in message or group")
+        rows[c.slot.name] = (calls + c.calls, c.bytes_per_unit, float(c.group))
+    return rows
+
+
+def allreduce_summary(collectives: tuple[Collective, ...]) -> dict[str, float]:
+    """Per-token allreduce counts and bytes of a forward: calls, payload handed to the allreduces for one
+    token (summed over calls), and the group they span."""
+    per_token = [c for c in collectives if c.op == "allreduce" and c.slot.scales_with == "tokens"]
+    return {"calls": sum(c.calls for c in per_token),
+            "payload_bytes_per_token": sum(c.calls * c.bytes_per_unit for c in per_token),
+            "group": max((c.group for c in per_token), default=1)}

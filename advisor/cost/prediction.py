@@ -1,0 +1,95 @@
+"""What a prediction says, as the JSON of `advisor fit` and `advisor predict` (`--json`): pydantic models
+built by `Sweep.at` and `fit_result`, formatted by `advisor/report`, never recomputed there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from advisor.cost.plan import Plan
+
+BREAKDOWN = ("weights", "kv", "compute", "comm", "overhead")
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PlanDoc(_Doc):
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    label: str
+    gpus: int
+
+    @staticmethod
+    def of(plan: Plan) -> PlanDoc:
+        return PlanDoc(tp=plan.tp, pp=plan.pp, dp=plan.dp, ep=plan.ep, label=plan.label(), gpus=plan.gpus)
+
+
+class PerGpu(_Doc):
+    """Memory of one GPU (bytes): weights + KV room + activations + overhead = budget <= capacity."""
+
+    weights_bytes: int
+    kv_cache_bytes: int
+    activation_bytes: int
+    overhead_bytes: int
+    capacity_bytes: int
+    budget_bytes: int
+
+
+class Workload(_Doc):
+    concurrency: int
+    input_len: int
+    output_len: int
+
+
+class CollectiveDoc(_Doc):
+    cause: str
+    op: str
+    group: int
+    calls: int
+    bytes_per_unit: float
+    per: str  # what one unit of the message is: token, dp_token (every DP rank's), sampled row, or fixed
+
+
+class FitResult(_Doc):
+    """`advisor fit`: can the plan run, and how is each GPU's memory spent."""
+
+    model: str
+    source: str
+    hardware: str
+    plan: PlanDoc
+    fits: bool
+    reason: str | None
+    per_gpu: PerGpu | None
+    kv_cache_tokens: int
+    max_concurrency: int
+    max_model_len: int | None
+    kv_cache_dtype: str | None
+    kv_bytes_per_token_per_gpu: float | None
+    weight_dtype: str
+
+
+class Prediction(FitResult):
+    """`advisor predict`: speed at one workload (the speed fields are null when the plan does not run)."""
+
+    workload: Workload
+    calibrated: dict[str, Any]
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    per_user_tok_s: float | None = None
+    output_tok_s: float | None = None
+    running_sequences: int | None = None
+    allreduces_per_step: int | None = None
+    collectives_per_step: int | None = None
+    allreduce_bytes_per_token: float | None = None
+    wire_bytes_per_token: float | None = None
+    comm_ms_per_step: float | None = None
+    breakdown_ms: dict[str, float] | None = None
+    prefill_interference_ms: float | None = None
+    bottleneck: str | None = None
+    interval: dict[str, float] | None = None
+    collectives: list[CollectiveDoc] = []

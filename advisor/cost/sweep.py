@@ -1,0 +1,176 @@
+"""(model, plan, settings) -> memory fit + features -> one vectorised evaluation -> a frozen `Sweep` whose
+`.at(...)` is the `Prediction` of one case at one workload."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from advisor.arch.model import ModelArch, WeightGroup
+from advisor.cost.collectives import Collective, allreduce_summary, step_collectives
+from advisor.cost.features import Features, plan_features
+from advisor.cost.memory import MemoryFit, memory_fit
+from advisor.cost.plan import Plan, candidate_plans, invalid_reason
+from advisor.cost.prediction import BREAKDOWN, CollectiveDoc, FitResult, PerGpu, PlanDoc, Prediction, Workload
+from advisor.cost.terms import Terms
+from advisor.cost.timing import comm_fn, serve
+from advisor.cost.weights import requantize
+from advisor.cost.workload import Settings
+from advisor.hardware import HardwareProfile
+from advisor.hardware.comm import bus_factor
+
+
+@dataclass(frozen=True)
+class Case:
+    """One model at one plan: validity, memory, and the collectives of its forward pass."""
+
+    arch: ModelArch
+    plan: Plan
+    weights: tuple[WeightGroup, ...]
+    invalid: str | None
+    memory: MemoryFit | None
+    source: str = ""
+
+    @property
+    def runs(self) -> bool:
+        return self.invalid is None and self.memory is not None and self.memory.fits
+
+    @property
+    def reason(self) -> str | None:
+        return self.invalid or (self.memory.reason if self.memory else None)
+
+    @property
+    def collectives(self) -> tuple[Collective, ...]:
+        return step_collectives(self.arch, self.plan, self.weights)
+
+
+def node_gpus(hw: HardwareProfile, gpus: int | None) -> int:
+    """GPUs a plan may use: `--gpus` of the node, or all of them."""
+    return min(gpus or hw.topology.num_gpus, hw.topology.num_gpus)
+
+
+def make_case(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settings, gpus: int | None = None,
+              source: str = "") -> Case:
+    """`gpus`: how many of the node's GPUs may be used (default all)."""
+    n = node_gpus(hw, gpus)
+    weights = requantize(arch, settings.weight_dtype)
+    invalid = invalid_reason(arch, plan, n, weights)
+    mem = memory_fit(arch, plan, hw, settings, weights) if plan.gpus <= n else None
+    return Case(arch=arch, plan=plan, weights=weights, invalid=invalid, memory=mem, source=source)
+
+
+def all_cases(arch: ModelArch, hw: HardwareProfile, settings: Settings, gpus: int | None = None,
+              source: str = "") -> list[Case]:
+    return [make_case(arch, p, hw, settings, gpus, source) for p in candidate_plans(arch, node_gpus(hw, gpus))]
+
+
+def fit_result(case: Case, hw: HardwareProfile) -> FitResult:
+    """The `advisor fit` object of one case."""
+    return FitResult(**_fit_fields(case, hw))
+
+
+def _fit_fields(case: Case, hw: HardwareProfile) -> dict[str, Any]:
+    mem = case.memory
+    per_gpu = None
+    if mem is not None:
+        per_gpu = PerGpu(weights_bytes=round(mem.weights_bytes), kv_cache_bytes=round(max(mem.kv_cache_bytes, 0)),
+                         activation_bytes=round(mem.activation_bytes), overhead_bytes=round(mem.overhead_bytes),
+                         capacity_bytes=round(mem.capacity_bytes), budget_bytes=round(mem.budget_bytes))
+    return {"model": case.arch.model, "source": case.source, "hardware": hw.id, "plan": PlanDoc.of(case.plan),
+            "fits": case.runs, "reason": case.reason, "per_gpu": per_gpu,
+            "kv_cache_tokens": mem.kv_cache_tokens if mem and case.runs else 0,
+            "max_concurrency": mem.max_concurrency if mem and case.runs else 0,
+            "max_model_len": mem.max_model_len if mem else None, "kv_cache_dtype": mem.kv_dtype if mem else None,
+            "kv_bytes_per_token_per_gpu": mem.kv_bytes_per_token if mem else None,
+            "weight_dtype": case.arch.weight_dtype}
+
+
+def not_running(case: Case, hw: HardwareProfile, workload: Workload, calibrated: dict[str, Any]) -> Prediction:
+    """`predict` of a plan that cannot run: the fit fields with the reason; no speed."""
+    return Prediction(**_fit_fields(case, hw), workload=workload, calibrated=calibrated)
+
+
+def collective_docs(collectives: tuple[Collective, ...]) -> list[CollectiveDoc]:
+    per = {"tokens": "token", "dp_tokens": "dp_token", "sampled": "sampled row", "fixed": "fixed"}
+    return [CollectiveDoc(cause=c.cause, op=c.op, group=c.group, calls=c.calls, bytes_per_unit=c.bytes_per_unit,
+                          per=per[c.slot.scales_with]) for c in collectives]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """Runnable cases x concurrency [C] x paired lengths [L], evaluated once; arrays [P, C, L] are read-only."""
+
+    cases: tuple[Case, ...]
+    hw: HardwareProfile
+    concurrency: np.ndarray
+    input_len: np.ndarray
+    output_len: np.ndarray
+    out: dict[str, np.ndarray]
+    calibrated: dict[str, Any]
+
+    def series(self, name: str, i: int, k: int = 0) -> np.ndarray:
+        """One result over the concurrency grid for case i at length index k."""
+        return self.out[name][i, :, k]
+
+    def column(self, concurrency: int) -> int:
+        hits = np.flatnonzero(self.concurrency == concurrency)
+        if not hits.size:
+            raise KeyError(f"concurrency {concurrency} is not in the sweep's grid")
+        return int(hits[0])
+
+    def at(self, i: int, concurrency: int, k: int = 0) -> Prediction:
+        """The prediction of case i at `concurrency` (a grid value) and length index k."""
+        case, c = self.cases[i], self.column(concurrency)
+        o = self.out
+        breakdown = {name: float(o[f"step_{name}"][i, c, k]) * 1e3 for name in BREAKDOWN}
+        tpot = float(o["tpot_s"][i, c, k]) * 1e3
+        spread = self.calibrated.get("tpot_residual_pct")
+        interval = None
+        if spread:
+            interval = {"tpot_ms_low": tpot * (1 + spread[0] / 100), "tpot_ms_high": tpot * (1 + spread[1] / 100)}
+        colls = case.collectives
+        ar = allreduce_summary(colls)
+        group = int(ar["group"])
+        return Prediction(
+            **_fit_fields(case, self.hw), calibrated=self.calibrated,
+            workload=Workload(concurrency=concurrency, input_len=int(self.input_len[k]),
+                              output_len=int(self.output_len[k])),
+            ttft_ms=float(o["ttft_s"][i, c, k]) * 1e3, tpot_ms=tpot,
+            per_user_tok_s=float(o["per_user_tok_s"][i, c, k]), output_tok_s=float(o["output_tok_s"][i, c, k]),
+            running_sequences=int(o["running"][i, c, k]),
+            allreduces_per_step=int(ar["calls"]),
+            collectives_per_step=sum(x.calls for x in colls if x.group > 1),
+            allreduce_bytes_per_token=ar["payload_bytes_per_token"],
+            wire_bytes_per_token=ar["payload_bytes_per_token"] * bus_factor("allreduce", group) if group > 1
+            else 0.0,
+            comm_ms_per_step=breakdown["comm"], breakdown_ms=breakdown,
+            prefill_interference_ms=float(o["prefill_interference_s"][i, c, k]) * 1e3,
+            bottleneck=max(breakdown, key=lambda n: breakdown[n]), interval=interval,
+            collectives=collective_docs(colls))
+
+
+def evaluate(cases: list[Case], hw: HardwareProfile, settings: Settings, terms: Terms, concurrency: np.ndarray,
+             input_len: np.ndarray, output_len: np.ndarray, calibrated: dict[str, Any] | None = None) -> Sweep:
+    """One vectorised evaluation of runnable `cases` x `concurrency` x paired (input_len, output_len)."""
+    features = Features.stack([plan_features(c.arch, c.plan, hw, settings, c.weights, _memory(c)) for c in cases])
+    conc = np.asarray(concurrency, float)
+    inp, outp = np.asarray(input_len, float), np.asarray(output_len, float)
+    out = serve(features.grid(), hw, terms, comm_fn(hw, settings.engine), conc[None, :, None], inp[None, None, :],
+                outp[None, None, :], settings.batched_tokens(hw.gpu.memory_bytes))
+    frozen = {k: _readonly(v) for k, v in out.items()}
+    return Sweep(cases=tuple(cases), hw=hw, concurrency=_readonly(conc), input_len=_readonly(inp),
+                 output_len=_readonly(outp), out=frozen, calibrated=calibrated or {"how": "none", "rows": 0})
+
+
+def _memory(case: Case) -> MemoryFit:
+    if case.memory is None or not case.runs:
+        raise ValueError(f"{case.arch.model} {case.plan.label()} does not run: {case.reason}")
+    return case.memory
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    b = np.array(np.broadcast_to(a, np.shape(a)), dtype=float)
+    b.setflags(write=False)
+    return b

@@ -1,0 +1,121 @@
+"""Each model's best plan for a query, and the ranking of models: one vectorised sweep over every model,
+every runnable plan and the query's concurrency grid."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from advisor.cost.prediction import Prediction
+from advisor.cost.sweep import Case, Sweep, all_cases, evaluate
+from advisor.cost.terms import Terms
+from advisor.cost.workload import Settings
+from advisor.decide.command import serve_command
+from advisor.decide.explain import plan_constraints, unfit_reason, why
+from advisor.decide.query import Query
+from advisor.hardware import HardwareProfile
+from advisor.resolve import Resolved
+
+
+class RankedPlan(Prediction):
+    """One ranked row: the prediction at the scored workload, and why and how to run it."""
+
+    rank: int
+    score: float
+    objective: str
+    constraints: list[str]
+    command: str
+    why: str
+
+
+class Unranked(BaseModel):
+    """A model that could not be ranked (runs nowhere, unknown, or too short a context), with the reason."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    source: str | None = None
+    fits: bool = False
+    reason: str
+    rank: None = None
+
+
+@dataclass(frozen=True)
+class Ranking:
+    rows: tuple[RankedPlan, ...]
+    unranked: tuple[Unranked, ...]
+    sweep: Sweep | None  # every runnable plan of every ranked model over the query's grid
+    query: Query
+
+    def best_and_others(self) -> list[tuple[str, int, bool]]:
+        """(model, case index in the sweep, is the ranked plan) for each ranked model's runnable plans, ranked
+        plan first, models in rank order."""
+        assert self.sweep is not None
+        out: list[tuple[str, int, bool]] = []
+        for row in self.rows:
+            if any(m == row.model for m, _, _ in out):
+                continue
+            cases = [(i, c) for i, c in enumerate(self.sweep.cases) if c.arch.model == row.model]
+            best = next(i for i, c in cases if c.plan.label() == row.plan.label)
+            out.append((row.model, best, True))
+            out += [(row.model, i, False) for i, _ in cases if i != best]
+        return out
+
+
+def rank(resolved: list[Resolved], hw: HardwareProfile, settings: Settings, terms: Terms, q: Query,
+         calibrated: dict[str, Any], gpus: int | None = None, all_plans: bool = False) -> Ranking:
+    """Best plan per model (every runnable plan with `all_plans`), sorted by score."""
+    per_model = {r.arch.model: all_cases(r.arch, hw, settings, gpus, r.source) for r in resolved}
+    runnable = [c for cases in per_model.values() for c in cases if c.runs]
+    unfit = [Unranked(model=r.arch.model, source=r.source, reason=unfit_reason(per_model[r.arch.model], hw))
+             for r in resolved if not any(c.runs for c in per_model[r.arch.model])]
+    if not runnable:
+        return Ranking(rows=(), unranked=tuple(unfit), sweep=None, query=q)
+    grid = np.array(q.grid(), dtype=float)
+    sweep = evaluate(runnable, hw, settings, terms, grid, np.array([q.input_len]), np.array([q.output_len]),
+                     calibrated)
+    scores, cidx = _scores(sweep, grid, q)
+    rows: list[RankedPlan] = []
+    for name, cases in per_model.items():
+        idx = [i for i, c in enumerate(runnable) if c.arch.model == name]
+        order = sorted(idx, key=lambda i: (-scores[i], runnable[i].plan.gpus))
+        for i in order if all_plans else order[:1]:
+            rows.append(_row(sweep, i, int(grid[cidx[i]]), cases, settings, q, float(scores[i])))
+    rows.sort(key=lambda d: -d.score)
+    ranked = tuple(r.model_copy(update={"rank": n}) for n, r in enumerate(rows, 1))
+    return Ranking(rows=ranked, unranked=tuple(unfit), sweep=sweep, query=q)
+
+
+def _scores(sweep: Sweep, grid: np.ndarray, q: Query) -> tuple[np.ndarray, np.ndarray]:
+    """Score per case and the concurrency index it is reported at."""
+    o = sweep.out
+    n = o["tpot_s"].shape[0]
+    if q.objective == "latency":
+        c = int(np.searchsorted(grid, 1))
+        return o["per_user_tok_s"][:, c, 0], np.full(n, c)
+    if q.objective == "throughput":
+        c = int(np.searchsorted(grid, q.concurrency))
+        return o["output_tok_s"][:, c, 0], np.full(n, c)
+    ok = np.ones_like(o["tpot_s"][:, :, 0], dtype=bool)
+    if q.max_tpot_ms is not None:
+        ok &= o["tpot_s"][:, :, 0] * 1e3 <= q.max_tpot_ms
+    if q.max_ttft_ms is not None:
+        ok &= o["ttft_s"][:, :, 0] * 1e3 <= q.max_ttft_ms
+    ok &= grid[None, :] <= q.concurrency
+    good = np.where(ok, o["output_tok_s"][:, :, 0], 0.0)
+    return good.max(axis=1), good.argmax(axis=1)
+
+
+def _row(sweep: Sweep, i: int, concurrency: int, cases: list[Case], settings: Settings, q: Query,
+         score: float) -> RankedPlan:
+    case = sweep.cases[i]
+    pred = sweep.at(i, concurrency)
+    mem = case.memory
+    assert mem is not None
+    command = serve_command(case.arch.model, case.plan, sweep.hw, settings, mem.max_model_len, mem.kv_dtype,
+                            case.arch.kv_dtype)
+    return RankedPlan(**dict(pred), rank=0, score=score, objective=q.objective,
+                      constraints=plan_constraints(case, cases, sweep.hw), command=command, why=why(pred, case))

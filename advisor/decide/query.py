@@ -1,0 +1,31 @@
+"""The question a ranking answers: objective, workload and limits."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Objective = Literal["latency", "throughput", "goodput"]
+OBJECTIVES: tuple[str, ...] = ("latency", "throughput", "goodput")
+# Concurrencies every ranking evaluates (and the plot draws), plus the asked one.
+GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+class Query(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    objective: Objective = "latency"
+    concurrency: int = Field(64, ge=1)
+    input_len: int = Field(1024, ge=1)
+    output_len: int = Field(1024, ge=1)
+    max_tpot_ms: float | None = Field(None, gt=0)
+    max_ttft_ms: float | None = Field(None, gt=0)
+
+    def grid(self) -> tuple[int, ...]:
+        return tuple(sorted(set(GRID) | {self.concurrency}))
+
+    def describe(self) -> str:
+        """What the score measures, for table titles."""
+        return {"latency": "single-user tok/s", "throughput": f"total tok/s at {self.concurrency} users",
+                "goodput": "total tok/s within the limits"}[self.objective]
