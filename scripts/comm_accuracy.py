@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/readme_block
 
 from readme_block import replace_block  # noqa: E402
 
+from advisor.files import write_atomic  # noqa: E402
 from advisor.hardware import load_profile  # noqa: E402
 from advisor.hardware.aic_data import (  # noqa: E402
     CommRow,
@@ -34,7 +35,7 @@ from advisor.hardware.aic_data import (  # noqa: E402
     systems_and_sizes,
 )
 from advisor.hardware.comm import custom_allreduce_limit  # noqa: E402
-from advisor.hardware.dump import table_to_toml, write_text_atomic  # noqa: E402
+from advisor.hardware.dump import table_to_toml  # noqa: E402
 from advisor.hardware.fit import fit_collective  # noqa: E402
 from advisor.hardware.load import profiles_dir  # noqa: E402
 from advisor.hardware.placement import group_path  # noqa: E402
@@ -152,7 +153,7 @@ def write_profile(path: Path, rows: list[CommRow]) -> None:
     hw = HardwareProfile.model_validate({**head, "collectives": terms})
     terms += custom_terms(hw, rows, system, why)
     block = table_to_toml({"collectives": terms})
-    write_text_atomic(path, head_text + MARK + " (edit the script, not this block) ----\n" + block)
+    write_atomic(path, head_text + MARK + " (edit the script, not this block) ----\n" + block)
 
 
 def held_out_allreduce(rows: list[CommRow], system: str, n: int) -> tuple[float, float]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
+
+from advisor.files import write_atomic  # the calling scripts put the checkout on sys.path
 
 
 def replace_block(readme: Path, name: str, body: str) -> None:
@@ -15,7 +15,4 @@ def replace_block(readme: Path, name: str, body: str) -> None:
         raise SystemExit(f"{readme}: markers {start} / {end} not found")
     pre, rest = text.split(start, 1)
     _, post = rest.split(end, 1)
-    fd, tmp = tempfile.mkstemp(dir=readme.parent, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(pre + start + "\n" + body.rstrip("\n") + "\n" + end + post)
-    os.replace(tmp, readme)
+    write_atomic(readme, pre + start + "\n" + body.rstrip("\n") + "\n" + end + post)

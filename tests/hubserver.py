@@ -2,9 +2,11 @@
 
 It answers the endpoints huggingface_hub 2.x really calls (read in its source):
 - GET  /api/models/{repo}[/revision/{rev}]  HfApi.model_info (id, sha, gated, siblings)
-- HEAD /{repo}/resolve/{rev}/{file}         file_download.get_hf_file_metadata (ETag, X-Repo-Commit,
-                                            Content-Length; LFS: 302 + X-Linked-Etag/-Size + Location)
-- GET  /{repo}/resolve/{rev}/{file}         file_download.http_get, HfApi.parse_safetensors_file_metadata
+- HEAD /{repo}/resolve/{rev}/{file}         file_download.get_hf_file_metadata, for hf_hub_download and
+                                            HfApi.file_exists (ETag, X-Repo-Commit, Content-Length;
+                                            LFS: 302 + X-Linked-Etag/-Size + Location)
+- GET  /{repo}/resolve/{rev}/{file}         file_download.http_get; HfApi.get_safetensors_metadata's
+                                            ranged reads of each shard header (parse_safetensors_file_metadata)
 - GET  /cdn/{sha256}                        where LFS redirects point; honours Range (206 + Content-Range)
 Errors carry the X-Error-Code header that huggingface_hub.utils._http.hf_raise_for_status maps to its
 error types (RepoNotFound, GatedRepo, RevisionNotFound, EntryNotFound).

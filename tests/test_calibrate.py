@@ -3,6 +3,7 @@ writes, and the shipped calibrations' lookup (own, borrowed)."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import subprocess
@@ -12,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import CASE_STUDY
 
-from advisor.calibrate.fit import fit_bucket
+from advisor.calibrate.fit import Calibrator
 from advisor.calibrate.measurements import Measurement
-from advisor.calibrate.predict_rows import predict_rows, prepare
+from advisor.calibrate.predict_rows import predict_rows, prepare, run_bucket, with_predictions
 from advisor.calibrate.store import shipped_path, terms_for
 from advisor.cost.terms import BOUNDS, Terms
 from advisor.hardware import load_profile
@@ -50,12 +51,47 @@ def _synthetic(terms: Terms, ttft: bool = True) -> list[Measurement]:
 
 
 def test_fit_recovers_the_terms_that_generated_the_rows() -> None:
-    preds, buckets = prepare(_synthetic(TRUE))
-    res = fit_bucket(preds, buckets[("h100-sxm", "vllm")], cv=False)
-    assert res.refused == {}
+    rows = _synthetic(TRUE)
+    _, buckets = prepare(rows)
+    bucket = buckets[("h100-sxm", "vllm")]
+    res = Calibrator(cv=False).fit(bucket)
+    assert res.refused_ == {} and res.rows_used_ == len(rows) == 264  # 11 plans x 6 concurrencies x 4 lengths
     for name, want in TRUE.model_dump().items():
-        got = getattr(res.terms, name)
+        got = getattr(res.terms_, name)
         assert got == pytest.approx(want, rel=0.10), name
+    assert res.cv_ == {} and res.cv_method_ == "not run" and res.tpot_residual_pct_ is None
+    pred = res.predict(bucket)  # under the fitted terms: the rows' own values back
+    assert pred["tpot_ms"] == pytest.approx([r.tpot_ms for r in bucket.rows], rel=0.01)
+    assert pred["ttft_ms"] == pytest.approx([r.ttft_ms for r in bucket.rows], rel=0.01)
+
+
+def test_learned_attributes_exist_only_after_fit() -> None:
+    cal = Calibrator(Terms(mem_bw_eff=0.7), cv=False)
+    assert cal.prior.mem_bw_eff == 0.7 and cal.cv is False
+    for name in ("terms_", "cv_", "bounds_hit_", "rows_used_"):
+        with pytest.raises(AttributeError, match=f"Calibrator.{name} does not exist before fit"):
+            getattr(cal, name)
+    _, buckets = prepare(_grid()[:1])
+    with pytest.raises(AttributeError, match="before fit"):
+        cal.predict(buckets[("h100-sxm", "vllm")])
+    assert not hasattr(cal, "fitted_")
+    with pytest.raises(AttributeError, match="no attribute 'typo'"):
+        cal.typo  # noqa: B018
+
+
+def test_predictions_are_new_records_and_the_inputs_stay_as_they_were() -> None:
+    rows = _grid()[:3] + [_grid()[0].model_copy(update={"model": "no-such-model"})]  # not a Hub id: offline
+    preds, buckets = prepare(rows)
+    before = list(preds)
+    out = with_predictions(preds, buckets, {})
+    assert all(p is b for p, b in zip(preds, before, strict=True)) and all(p.predicted is None for p in preds)
+    assert [p.row for p in out] == rows and all(o is not p for o, p in zip(out[:3], preds[:3], strict=True))
+    assert out[3] is preds[3] and out[3].reason.startswith("unknown model")
+    priors = run_bucket(buckets[("h100-sxm", "vllm")], Terms())  # no terms for the key: the priors
+    assert [p.predicted["tpot_ms"] for p in out[:3]] == pytest.approx(list(priors["tpot_ms"]), rel=1e-12)
+    assert out[0].notes == () and out[0].input_len == 1024
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        out[0].predicted = None  # type: ignore[misc]
 
 
 def test_fit_respects_bounds_and_reports_the_bound_hit() -> None:
@@ -63,28 +99,28 @@ def test_fit_respects_bounds_and_reports_the_bound_hit() -> None:
     rows = _synthetic(fast)
     # measured TPOT 40% faster than even 100% of peak bandwidth allows: the fit must stop at the bound
     rows = [r.model_copy(update={"tpot_ms": r.tpot_ms * 0.6}) for r in rows if r.tpot_ms]
-    preds, buckets = prepare(rows)
-    res = fit_bucket(preds, buckets[("h100-sxm", "vllm")], cv=False)
-    for name, value in res.terms.model_dump().items():
+    _, buckets = prepare(rows)
+    res = Calibrator(cv=False).fit(buckets[("h100-sxm", "vllm")])
+    for name, value in res.terms_.model_dump().items():
         assert BOUNDS[name][0] <= value <= BOUNDS[name][1]
-    assert "mem_bw_eff" in res.bounds_hit and res.terms.mem_bw_eff == pytest.approx(1.0, abs=0.01)
+    assert "mem_bw_eff" in res.bounds_hit_ and res.terms_.mem_bw_eff == pytest.approx(1.0, abs=0.01)
 
 
 def test_term_without_informative_rows_is_refused_and_kept_at_prior() -> None:
-    preds, buckets = prepare(_synthetic(TRUE, ttft=False))
-    res = fit_bucket(preds, buckets[("h100-sxm", "vllm")], cv=False)
-    assert "flops_eff" in res.refused and "TTFT" in res.refused["flops_eff"]
-    assert res.terms.flops_eff == Terms().flops_eff
-    assert "flops_eff" not in res.fitted
+    _, buckets = prepare(_synthetic(TRUE, ttft=False))
+    res = Calibrator(cv=False).fit(buckets[("h100-sxm", "vllm")])
+    assert "flops_eff" in res.refused_ and "TTFT" in res.refused_["flops_eff"]
+    assert res.terms_.flops_eff == Terms().flops_eff
+    assert "flops_eff" not in res.fitted_
 
 
 def test_cross_validation_groups_by_model() -> None:
     preds, buckets = prepare(_synthetic(TRUE))
-    res = fit_bucket(preds, buckets[("h100-sxm", "vllm")])
-    assert res.cv_method.startswith("3-fold grouped by model")
-    assert res.cv["tpot_ms"]["n"] == len(preds)
-    assert res.cv["tpot_ms"]["median_abs_pct"] < 10  # the model's own physics: held-out error is small
-    assert res.tpot_residual_pct is not None and res.tpot_residual_pct[0] <= res.tpot_residual_pct[1]
+    res = Calibrator().fit(buckets[("h100-sxm", "vllm")])
+    assert res.cv_method_.startswith("3-fold grouped by model")
+    assert res.cv_["tpot_ms"]["n"] == len(preds)
+    assert res.cv_["tpot_ms"]["median_abs_pct"] < 10  # the model's own physics: held-out error is small
+    assert res.tpot_residual_pct_ is not None and res.tpot_residual_pct_[0] <= res.tpot_residual_pct_[1]
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -99,6 +99,12 @@ def _repos() -> dict[str, FakeRepo]:
         "acme/bad-json": FakeRepo(files={"config.json": b'{"hidden_size": 16,'}, sha=_sha("bad")),
         "acme/get-500": FakeRepo(files=plain, sha=_sha("500"), fail_get=frozenset({"config.json"})),
         "acme/get-short": FakeRepo(files=plain, sha=_sha("short"), short_get=frozenset({"config.json"})),
+        # safetensors metadata that cannot be used: the repo still reads, without parameter counts
+        "acme/index-500": FakeRepo(files=sharded, sha=_sha("index-500"),
+                                   fail_get=frozenset({"model.safetensors.index.json"})),
+        "acme/index-not-a-map": FakeRepo(files={**plain, "model.safetensors.index.json": b"[]"}, sha=_sha("list")),
+        "acme/not-safetensors": FakeRepo(files={**plain, "model.safetensors": b"<html>not a header</html>"},
+                                         sha=_sha("html")),
     }
 
 
@@ -131,6 +137,7 @@ class Hub:
             timeout=60,
         )
         assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == ""  # no progress bars or warnings: stderr is for the one-line error
         result: dict[str, Any] = json.loads(proc.stdout)
         return result
 
@@ -170,6 +177,12 @@ def test_repo_without_weights_or_sidecar_is_not_an_error(hub: Hub) -> None:
     out = hub.run("acme/no-weights")["files"]
     assert out["config"] == MOE_CONFIG
     assert out["quant_sidecar"] is None and out["safetensors_params"] is None
+
+
+@pytest.mark.parametrize("repo", ["acme/index-500", "acme/index-not-a-map", "acme/not-safetensors"])
+def test_unusable_safetensors_metadata_means_no_params_not_an_error(hub: Hub, repo: str) -> None:
+    out = hub.run(repo)["files"]
+    assert out["config"] == MOE_CONFIG and out["safetensors_params"] is None
 
 
 def test_pinned_revision_and_unknown_revision(hub: Hub) -> None:

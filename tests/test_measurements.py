@@ -13,7 +13,7 @@ from conftest import CASE_STUDY
 from pydantic import ValidationError
 
 from advisor.calibrate import public
-from advisor.calibrate.measurements import Measurement, read_measurements
+from advisor.calibrate.measurements import Measurement, Rejected, build_row, read_measurements
 from advisor.errors import AdvisorError
 from advisor.hardware import known_ids
 
@@ -112,6 +112,23 @@ def test_mixed_csv_keeps_good_rows_and_rejects_bad_ones_with_row_numbers() -> No
     assert "weight_dtype 'fp16'" in reasons[8] and "ttft_ms='0' must be" in reasons[8]
     assert "hardware is empty" in reasons[9] and "engine 'ollama'" in reasons[9]
     assert result.rejected[0].raw["tpot_ms"] == "-3.5"
+
+
+def test_every_bad_cell_is_named_in_one_line_and_spreadsheet_integers_are_read() -> None:
+    cells = {"model": "m/x", "hardware": "h100-sxm", "tp": "x", "pp": "0", "dp": "2.5", "concurrency": "inf",
+             "ttft_ms": "-3", "tpot_ms": "nan", "output_tok_s": "fast"}
+    bad = build_row(cells, file="f.csv", row=7)
+    assert isinstance(bad, Rejected) and bad.row == 7 and bad.raw == cells
+    assert bad.reason == (
+        "tp='x' is not a number; pp='0' must be >= 1 (write 1, or leave empty, when not used); "
+        "dp='2.5' is not an integer; concurrency='inf' is not an integer; ttft_ms='-3' must be a finite number > 0; "
+        "tpot_ms='nan' must be a finite number > 0; output_tok_s='fast' is not a number"
+    )
+    good = build_row({**cells, "tp": "8.0", "pp": "", "dp": "0", "concurrency": "1e2", "ttft_ms": " 95.5 ",
+                      "tpot_ms": "", "output_tok_s": ""}, file="f.csv", row=8)
+    assert isinstance(good, Measurement)
+    assert (good.tp, good.pp, good.dp, good.concurrency, good.ttft_ms) == (8, 1, 1, 100, 95.5)
+    assert good.source == "f.csv row 8" and good.tpot_ms is None
 
 
 def test_defaults_fill_empty_cells_and_unknown_default_keys_fail() -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,8 +26,6 @@ SAFETENSORS_SINGLE = "model.safetensors"  # huggingface_hub/constants.py: SAFETE
 SAFETENSORS_INDEX = "model.safetensors.index.json"  # huggingface_hub/constants.py: SAFETENSORS_INDEX_FILE
 # Seconds to wait for /api/models; huggingface_hub/constants.py DEFAULT_ETAG_TIMEOUT is the same 10 s.
 API_TIMEOUT_S = 10.0
-# Parallel ranged header reads, as huggingface_hub get_safetensors_metadata does with hf_thread_map.
-SHARD_WORKERS = 8
 
 # One name: starts with an ASCII letter/digit, then letters, digits, '.', '_', '-' (the characters the Hub
 # allows, huggingface_hub/utils/_validators.py REPO_ID_REGEX, restricted to ASCII); max 96 characters.
@@ -224,44 +221,25 @@ def _read_json(path: str, filename: str, repo_id: str, sha: str) -> dict[str, An
     return doc
 
 
-def _safetensors_params(
-    api: Any, repo_id: str, sha: str, files: set[str], env: _HubEnv
-) -> dict[str, int] | None:
-    """Parameter count per dtype summed over shard headers (ranged GETs); None without usable metadata."""
+def _safetensors_params(api: Any, repo_id: str, sha: str, files: set[str], env: _HubEnv) -> dict[str, int] | None:
+    """Parameter count per dtype summed over the shard headers (HfApi.get_safetensors_metadata: the index or
+    the single file, then ranged GETs of each header); None without usable metadata, whatever the failure."""
     import httpx2
-    from huggingface_hub.errors import HfHubHTTPError, SafetensorsParsingError
+    from huggingface_hub.errors import HfHubHTTPError, NotASafetensorsRepoError, SafetensorsParsingError
+    from huggingface_hub.utils import disable_progress_bars
 
+    if SAFETENSORS_SINGLE not in files and SAFETENSORS_INDEX not in files:
+        return None  # model_info listed the files: spare the HEAD requests
     try:
-        shards = _shard_names(repo_id, sha, files, env)
-        if not shards:
-            return None
-
-        def header(name: str) -> dict[str, int]:
-            meta = api.parse_safetensors_file_metadata(repo_id, name, revision=sha, token=env.token)
-            return dict(meta.parameter_count)
-
-        with ThreadPoolExecutor(max_workers=min(SHARD_WORKERS, len(shards))) as pool:
-            counts = list(pool.map(header, shards))
-    except (HfHubHTTPError, SafetensorsParsingError, httpx2.HTTPError, OSError, ValueError, LookupError):
+        # No "Parse safetensors files" bar on stderr. The index is cached where huggingface_hub's import-time
+        # HF_HOME says (get_safetensors_metadata takes no cache_dir): the same place unless HF_HOME changed since.
+        with disable_progress_bars():
+            meta = api.get_safetensors_metadata(repo_id, revision=sha, token=env.token)
+        counts = {str(dtype): int(n) for dtype, n in meta.parameter_count.items()}
+    except (HfHubHTTPError, NotASafetensorsRepoError, SafetensorsParsingError, httpx2.HTTPError, OSError, ValueError,
+            LookupError, TypeError, AttributeError):  # the last two: an index that is not {"weight_map": {...}}
         return None
-    total: dict[str, int] = {}
-    for count in counts:
-        for dtype, n in count.items():
-            total[dtype] = total.get(dtype, 0) + int(n)
-    return dict(sorted(total.items()))
-
-
-def _shard_names(repo_id: str, sha: str, files: set[str], env: _HubEnv) -> list[str]:
-    """model.safetensors alone, else the shard files named by model.safetensors.index.json's weight_map."""
-    if SAFETENSORS_SINGLE in files:
-        return [SAFETENSORS_SINGLE]
-    if SAFETENSORS_INDEX not in files:
-        return []
-    index = json.loads(Path(_download(repo_id, SAFETENSORS_INDEX, sha, env)).read_text(encoding="utf-8"))
-    weight_map = index.get("weight_map") if isinstance(index, dict) else None
-    if not isinstance(weight_map, dict):
-        return []
-    return sorted({str(v) for v in weight_map.values()})
+    return dict(sorted(counts.items())) or None
 
 
 def _map_error(err: Exception, repo_id: str, revision: str | None, env: _HubEnv) -> AdvisorError:

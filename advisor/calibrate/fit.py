@@ -5,17 +5,19 @@ log(predicted / measured) of TTFT, TPOT and output tok/s, plus one soft-prior re
 PRIOR_WEIGHT * (log(x + s) - log(x0 + s)), pulling it toward its `Terms()` default (s = 0 for efficiencies,
 s = x0 for the overheads so that they may reach 0). A term the rows cannot inform is refused and kept at
 its prior. Cross-validation: k-fold grouped by model (k = min(5, models)) when >= 3 models, otherwise
-leave-one-row-out; its signed errors give `cv` and `tpot_residual_pct`.
+leave-one-row-out; its signed errors give `cv_` and `tpot_residual_pct_`. `Calibrator` has the scikit-learn
+estimator shape: options in the constructor, `fit(bucket)` learns the attributes ending in `_`, `predict(bucket)`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from dataclasses import fields, replace
+from typing import NoReturn
 
 import numpy as np
 
-from advisor.calibrate.predict_rows import METRIC_KEYS, Bucket, RowPrediction, run_bucket
+from advisor.calibrate.measurements import Measurement
+from advisor.calibrate.predict_rows import METRIC_KEYS, Bucket, run_bucket
 from advisor.calibrate.report import metric_summary
 from advisor.cost.features import Features
 from advisor.cost.terms import BOUNDS, Terms
@@ -34,40 +36,79 @@ METHOD = ("scipy.optimize.least_squares(method='trf', bounds=terms.BOUNDS) on lo
           f"weight {PRIOR_WEIGHT}")
 
 
-@dataclass
-class FitResult:
-    terms: Terms
-    fitted: list[str]
-    refused: dict[str, str]
-    bounds_hit: list[str]
-    cv: dict[str, dict[str, float]]
-    cv_method: str
-    tpot_residual_pct: tuple[float, float] | None
-    rows_used: int
-    cost: float
+class Calibrator:
+    """Fits the terms of one (hardware, engine) bucket, scikit-learn style (method: the module docstring).
+
+    `Calibrator(prior, cv=True).fit(bucket)` sets `terms_`, `fitted_`, `refused_`, `bounds_hit_`, `rows_used_`,
+    `cv_` (per-metric summaries of held-out errors), `cv_method_` and `tpot_residual_pct_` and returns itself;
+    `predict(bucket)` gives ttft_ms, tpot_ms, output_tok_s [N] under `terms_`."""
+
+    terms_: Terms
+    fitted_: list[str]
+    refused_: dict[str, str]
+    bounds_hit_: list[str]
+    rows_used_: int
+    cv_: dict[str, dict[str, float]]
+    cv_method_: str
+    tpot_residual_pct_: tuple[float, float] | None
+
+    def __init__(self, prior: Terms | None = None, cv: bool = True) -> None:
+        self.prior = prior or Terms()
+        self.cv = cv
+
+    def fit(self, bucket: Bucket) -> Calibrator:
+        """Fit the terms the rows can inform (the others keep the prior), then cross-validate if asked."""
+        if not bucket.index:
+            raise AdvisorError("no predictable rows to fit")
+        self.refused_ = refusals(bucket)
+        self.fitted_ = [k for k in NAMES if k not in self.refused_]
+        self.terms_ = _solve(bucket, self.fitted_, self.prior)
+        vals = self.terms_.model_dump()
+        self.bounds_hit_ = [k for k in self.fitted_ if min(vals[k] - BOUNDS[k][0], BOUNDS[k][1] - vals[k])
+                            <= 0.01 * (BOUNDS[k][1] - BOUNDS[k][0])]
+        self.rows_used_ = len(bucket.index)
+        self.cv_, self.cv_method_, self.tpot_residual_pct_ = {}, "not run", None
+        if self.cv:
+            signed, self.cv_method_ = cross_validate(bucket, self.fitted_, self.prior)
+            self.cv_ = {m: metric_summary(v) for m, v in signed.items() if v}
+            if signed["tpot_ms"]:
+                p10, p90 = np.percentile(signed["tpot_ms"], [10, 90])
+                self.tpot_residual_pct_ = (round(float(p10), 2), round(float(p90), 2))
+        return self
+
+    def predict(self, bucket: Bucket) -> dict[str, np.ndarray]:
+        """Predicted ttft_ms, tpot_ms, output_tok_s [N] of the bucket's rows under the fitted terms."""
+        return run_bucket(bucket, self.terms_)
+
+    def __getattr__(self, name: str) -> NoReturn:
+        # only reached when normal lookup fails: a learned attribute before fit(), or a typo
+        if name.endswith("_") and not name.startswith("_"):
+            raise AttributeError(f"Calibrator.{name} does not exist before fit(bucket): call fit first")
+        raise AttributeError(f"'Calibrator' object has no attribute {name!r}")
 
 
 def subset(b: Bucket, keep: np.ndarray) -> Bucket:
     """The bucket restricted to positions `keep` (bool or int index)."""
-    feats = Features(**{f.name: getattr(b.features, f.name)[keep] for f in fields(Features)})
-    return replace(b, index=list(np.asarray(b.index)[keep]), features=feats, concurrency=b.concurrency[keep],
-                   input_len=b.input_len[keep], output_len=b.output_len[keep])
+    pos = np.arange(len(b.index))[keep]
+    feats = Features(**{f.name: getattr(b.features, f.name)[pos] for f in fields(Features)})
+    return replace(b, index=[b.index[j] for j in pos], rows=[b.rows[j] for j in pos], features=feats,
+                   concurrency=b.concurrency[pos], input_len=b.input_len[pos], output_len=b.output_len[pos])
 
 
-def measured(preds: list[RowPrediction], b: Bucket) -> dict[str, np.ndarray]:
+def measured(b: Bucket) -> dict[str, np.ndarray]:
     """Measured values [N] per metric of a bucket's rows (nan where not measured)."""
-    return {m: np.array([getattr(preds[i].row, m) or np.nan for i in b.index], float) for m in METRIC_KEYS}
+    return {m: np.array([getattr(r, m) or np.nan for r in b.rows], float) for m in METRIC_KEYS}
 
 
-def refusals(preds: list[RowPrediction], b: Bucket) -> dict[str, str]:
+def refusals(b: Bucket) -> dict[str, str]:
     """Terms the bucket's rows cannot inform, with the reason (they keep their prior)."""
-    rows = [preds[i] for i in b.index]
-    decode = [p for p in rows if p.row.tpot_ms or p.row.output_tok_s]
+    is_decode = np.array([bool(r.tpot_ms or r.output_tok_s) for r in b.rows])
+    decode = [r for r, d in zip(b.rows, is_decode, strict=True) if d]
     counts = {"mem_bw_eff": len(decode), "step_overhead_us": len(decode),
-              "layer_overhead_us": len(decode), "flops_eff": sum(1 for p in rows if p.row.ttft_ms),
-              "comm_latency_scale": sum(1 for p in decode if p.tp_gt1),
-              "request_overhead_us": sum(1 for p in rows if p.row.ttft_ms),
-              "prefill_queue_frac": sum(1 for p in rows if p.row.ttft_ms and p.row.concurrency > 1)}
+              "layer_overhead_us": len(decode), "flops_eff": sum(1 for r in b.rows if r.ttft_ms),
+              "comm_latency_scale": sum(1 for r in decode if r.tp * r.dp > 1),
+              "request_overhead_us": sum(1 for r in b.rows if r.ttft_ms),
+              "prefill_queue_frac": sum(1 for r in b.rows if r.ttft_ms and r.concurrency > 1)}
     what = {"mem_bw_eff": "rows with TPOT or tok/s", "step_overhead_us": "rows with TPOT or tok/s",
             "layer_overhead_us": "rows with TPOT or tok/s", "flops_eff": "rows with TTFT",
             "comm_latency_scale": "rows with TP x DP > 1 and TPOT or tok/s",
@@ -75,7 +116,7 @@ def refusals(preds: list[RowPrediction], b: Bucket) -> dict[str, str]:
             "prefill_queue_frac": "rows with TTFT at concurrency > 1"}
     out = {k: f"only {counts[k]} {what[k]} (need {MIN_ROWS[k]}); kept at prior"
            for k in NAMES if counts[k] < MIN_ROWS[k]}
-    if "layer_overhead_us" not in out and len({p.layers for p in decode}) < 2:
+    if "layer_overhead_us" not in out and len(set(b.features.layers[is_decode])) < 2:
         out["layer_overhead_us"] = "all decode rows have the same layer count (cannot separate it from the " \
                                    "per-step overhead); kept at prior"
     return out
@@ -86,14 +127,14 @@ def _prior_res(name: str, x: float, x0: float) -> float:
     return PRIOR_WEIGHT * (np.log(x + s + 1e-12) - np.log(x0 + s))
 
 
-def _solve(preds: list[RowPrediction], b: Bucket, active: list[str], prior: Terms) -> tuple[Terms, float]:
-    """Bounded least squares of the active terms on one bucket; returns the terms and the final cost."""
+def _solve(b: Bucket, active: list[str], prior: Terms) -> Terms:
+    """Bounded least squares of the active terms on one bucket (the others stay at the prior)."""
     from scipy.optimize import least_squares
 
-    meas = measured(preds, b)
+    meas = measured(b)
     base = prior.model_dump()
     if not active:
-        return prior, 0.0
+        return prior
 
     def terms_of(x: np.ndarray) -> Terms:
         return Terms(**{**base, **{k: float(v) for k, v in zip(active, x, strict=True)}})
@@ -115,79 +156,46 @@ def _solve(preds: list[RowPrediction], b: Bucket, active: list[str], prior: Term
     scale = np.maximum(np.abs(x0), 0.01 * (hi - lo))
     sol = least_squares(residuals, x0, bounds=(lo, hi), method="trf", x_scale=scale, diff_step=1e-3, loss=LOSS,
                         f_scale=F_SCALE, max_nfev=200)
-    return terms_of(sol.x), float(sol.cost)
+    return terms_of(sol.x)
 
 
-def _folds(preds: list[RowPrediction], b: Bucket) -> tuple[list[np.ndarray], str]:
+def _folds(b: Bucket) -> tuple[list[np.ndarray], str]:
     """Held-out index sets: grouped by model (k = min(5, models)) when >= 3 models, else one row each."""
-    models = sorted({preds[i].row.model for i in b.index})
-    n = len(b.index)
+    models = sorted({r.model for r in b.rows})
+    n = len(b.rows)
     if len(models) >= 3:
         k = min(5, len(models))
         fold_of = {m: j % k for j, m in enumerate(models)}
-        ids = np.array([fold_of[preds[i].row.model] for i in b.index])
+        ids = np.array([fold_of[r.model] for r in b.rows])
         return [np.flatnonzero(ids == j) for j in range(k)], f"{k}-fold grouped by model ({len(models)} models)"
     if n < 2:
         return [], "none (a single row)"
     if n <= LOO_MAX_ROWS:
         return [np.array([j]) for j in range(n)], f"leave-one-row-out ({len(models)} model(s))"
     # many rows of < 3 models: hold out whole serving configurations (model, plan, dtype), 5 folds
-    configs = sorted({_config(preds[i]) for i in b.index})
+    configs = sorted({_config(r) for r in b.rows})
     fold_of = {c: j % 5 for j, c in enumerate(configs)}
-    ids = np.array([fold_of[_config(preds[i])] for i in b.index])
+    ids = np.array([fold_of[_config(r)] for r in b.rows])
     return ([np.flatnonzero(ids == j) for j in range(min(5, len(configs)))],
             f"{min(5, len(configs))}-fold grouped by configuration ({len(configs)} configurations, "
             f"{len(models)} model(s))")
 
 
-def _config(p: RowPrediction) -> str:
-    r = p.row
+def _config(r: Measurement) -> str:
     return f"{r.model}|{r.tp}|{r.pp}|{r.dp}|{r.ep}|{r.weight_dtype}"
 
 
-def cross_validate(preds: list[RowPrediction], b: Bucket, active: list[str],
-                   prior: Terms) -> tuple[dict[str, list[float]], str]:
+def cross_validate(b: Bucket, active: list[str], prior: Terms) -> tuple[dict[str, list[float]], str]:
     """Signed % errors per metric of each held-out row, predicted with terms fitted on the other rows."""
-    folds, how = _folds(preds, b)
+    folds, how = _folds(b)
     signed: dict[str, list[float]] = {m: [] for m in METRIC_KEYS}
-    meas = measured(preds, b)
+    meas = measured(b)
     for held in folds:
         train = np.setdiff1d(np.arange(len(b.index)), held)
-        terms, _ = _solve(preds, subset(b, train), active, prior)
+        terms = _solve(subset(b, train), active, prior)
         pred = run_bucket(subset(b, held), terms)
         for m in METRIC_KEYS:
             for j, h in enumerate(held):
                 if np.isfinite(meas[m][h]):
                     signed[m].append(float(100 * (pred[m][j] - meas[m][h]) / meas[m][h]))
     return signed, how
-
-
-def fit_bucket(preds: list[RowPrediction], b: Bucket, prior: Terms | None = None, cv: bool = True) -> FitResult:
-    """Fit one (hardware, engine) bucket; refused terms stay at the prior; optional cross-validation."""
-    prior = prior or Terms()
-    if not b.index:
-        raise AdvisorError("no predictable rows to fit")
-    refused = refusals(preds, b)
-    active = [k for k in NAMES if k not in refused]
-    terms, cost = _solve(preds, b, active, prior)
-    vals = terms.model_dump()
-    hit = [k for k in active if min(vals[k] - BOUNDS[k][0], BOUNDS[k][1] - vals[k])
-           <= 0.01 * (BOUNDS[k][1] - BOUNDS[k][0])]
-    summary: dict[str, dict[str, float]] = {}
-    residual: tuple[float, float] | None = None
-    how = "not run"
-    if cv:
-        signed, how = cross_validate(preds, b, active, prior)
-        summary = {m: metric_summary(v) for m, v in signed.items() if v}
-        if signed["tpot_ms"]:
-            p10, p90 = np.percentile(signed["tpot_ms"], [10, 90])
-            residual = (round(float(p10), 2), round(float(p90), 2))
-    return FitResult(terms=terms, fitted=active, refused=refused, bounds_hit=hit, cv=summary, cv_method=how,
-                     tpot_residual_pct=residual, rows_used=len(b.index), cost=cost)
-
-
-def describe(r: FitResult) -> dict[str, Any]:
-    """JSON-ready view of a fit (for `calibrate --json`)."""
-    return {"terms": r.terms.model_dump(), "fitted": r.fitted, "refused": r.refused, "bounds_hit": r.bounds_hit,
-            "cv": r.cv, "cv_method": r.cv_method, "tpot_residual_pct": r.tpot_residual_pct,
-            "rows_used": r.rows_used}

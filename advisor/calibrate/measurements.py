@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from advisor.calibrate import vllm_json
 from advisor.calibrate.columns import COLUMNS, METRICS, REQUIRED_COLUMNS
@@ -71,7 +70,11 @@ def normalize_engine(value: str) -> str:
 
 
 class Measurement(BaseModel):
-    """One measured serving point in the §3.4 schema, plus where it came from (file, row)."""
+    """One measured serving point in the §3.4 schema, plus where it came from (file, row).
+
+    Validated once, from Python values or from CSV cells (strings): an empty cell is unknown (the field's
+    default; an error for a required column), '8.0' is 8, and model / hardware are checked against the
+    `known_model` / `known_hardware` callbacks given in the validation context (see `build_row`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -94,21 +97,66 @@ class Measurement(BaseModel):
     row: int = Field(ge=1)
     file: str
 
-    @field_validator("weight_dtype", mode="before")
+    @field_validator("model", "hardware", "engine", "engine_version", "weight_dtype", *METRICS, mode="before")
     @classmethod
-    def _dtype(cls, v: object) -> object:
-        return normalize_weight_dtype(v) if isinstance(v, str) else v
+    def _cell(cls, v: object, info: ValidationInfo) -> object:
+        """A text or metric cell, stripped; engine and weight_dtype spellings normalised."""
+        if not isinstance(v, str):
+            return v
+        text = v.strip()
+        if not text:
+            return _unknown(info.field_name)
+        return _NORMALIZE[info.field_name](text) if info.field_name in _NORMALIZE else text
 
-    @field_validator("engine", mode="before")
+    @field_validator(*_PLAN, "concurrency", *_LENGTHS, mode="before")
     @classmethod
-    def _engine(cls, v: object) -> object:
-        return normalize_engine(v) if isinstance(v, str) else v
+    def _int_cell(cls, v: object, info: ValidationInfo) -> object:
+        """Spreadsheet spellings of an integer ('8', '8.0', '1e3'); anything else is left for pydantic to reject."""
+        if not isinstance(v, str):
+            return v
+        text = v.strip()
+        if not text:
+            return _unknown(info.field_name)
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"{info.field_name}={text!r} is not a number") from None
+        # 0 means "not used" = 1: aiconfigurator's silicon_sample ids spell it `epnone`/`tp2_epnone`
+        # and tests/data/bench/silicon_dev.csv carries those rows with dp=0/ep=0 (e.g. Qwen3-32B gb200 trtllm).
+        if value == 0 and info.field_name in ("dp", "ep"):
+            return 1
+        return int(value) if value.is_integer() else text
+
+    @field_validator("model", "hardware")
+    @classmethod
+    def _known(cls, v: str, info: ValidationInfo) -> str:
+        """Ask the caller's catalog (context `known_model` / `known_hardware`); an AdvisorError from it is a no."""
+        known = (info.context or {}).get(f"known_{info.field_name}")
+        if known is None:
+            return v
+        try:
+            ok = known(v)
+        except AdvisorError as err:
+            raise ValueError(f"unknown {info.field_name} {v!r}: {err}") from None
+        if not ok:
+            raise ValueError(f"unknown {info.field_name} {v!r}")
+        return v
 
     @model_validator(mode="after")
     def _has_metric(self) -> Measurement:
         if self.ttft_ms is None and self.tpot_ms is None and self.output_tok_s is None:
             raise ValueError("no measured value: ttft_ms, tpot_ms and output_tok_s are all empty")
         return self
+
+
+_NORMALIZE: dict[str, Callable[[str], str]] = {"engine": normalize_engine, "weight_dtype": normalize_weight_dtype}
+
+
+def _unknown(name: str | None) -> object:
+    """An empty cell: the field's default; a required column cannot be empty."""
+    if name is None or name in REQUIRED_COLUMNS:
+        raise ValueError(f"{name} is empty")
+    return Measurement.model_fields[name].default
 
 
 class Rejected(BaseModel):
@@ -131,58 +179,31 @@ class MeasurementSet(BaseModel):
     rejected: list[Rejected]
 
 
-# ---------------------------------------------------------------- cell parsing (one row)
+# ---------------------------------------------------------------- one row
+
+# How a failed pydantic check reads in a rejected row's reason, after the cell as written.
+_SAYS = {
+    "int_parsing": "is not an integer",
+    "float_parsing": "is not a number",
+    "greater_than_equal": "must be >= {ge}",
+    "greater_than": "must be a finite number > {gt:g}",
+    "finite_number": "must be a finite number > 0",
+}
+_NOT_USED_HINT = " (write 1, or leave empty, when not used)"
 
 
-def _parse_int(name: str, text: str, errors: list[str]) -> int | None:
-    """An integer >= 1 ("8" or "8.0"); appends a reason to `errors` when impossible."""
-    try:
-        value = float(text)
-    except ValueError:
-        errors.append(f"{name}={text!r} is not a number")
-        return None
-    if not math.isfinite(value) or value != int(value):
-        errors.append(f"{name}={text!r} is not an integer")
-        return None
-    if value < 1:
-        hint = " (write 1, or leave empty, when not used)" if name in ("pp", "dp", "ep") else ""
-        errors.append(f"{name}={text!r} must be >= 1{hint}")
-        return None
-    return int(value)
-
-
-def _parse_pos_float(name: str, text: str, errors: list[str]) -> float | None:
-    """A finite float > 0; appends a reason to `errors` when impossible."""
-    try:
-        value = float(text)
-    except ValueError:
-        errors.append(f"{name}={text!r} is not a number")
-        return None
-    if not math.isfinite(value) or value <= 0:
-        errors.append(f"{name}={text!r} must be a finite number > 0")
-        return None
-    return value
-
-
-def _is_zero(text: str) -> bool:
-    """True for a cell reading 0 (or 0.0)."""
-    try:
-        return float(text) == 0
-    except ValueError:
-        return False
-
-
-def _check_known(name: str, value: str, known: Callable[[str], bool] | None, errors: list[str]) -> None:
-    """Ask the caller's catalog whether `value` exists; an AdvisorError from it counts as 'no'."""
-    if known is None:
-        return
-    try:
-        ok = known(value)
-    except AdvisorError as err:
-        errors.append(f"unknown {name} {value!r}: {err}")
-        return
-    if not ok:
-        errors.append(f"unknown {name} {value!r}")
+def _reason(err: ValidationError, cells: Mapping[str, str]) -> str:
+    """One line naming every bad cell, e.g. "tp='x' is not a number; ttft_ms='-3' must be a finite number > 0"."""
+    parts = []
+    for e in err.errors(include_url=False):
+        if e["type"] == "value_error":  # the validators' own sentences
+            parts.append(str(e["ctx"]["error"]))
+            continue
+        name = str(e["loc"][0]) if e["loc"] else ""
+        says = _SAYS[e["type"]].format(**e.get("ctx", {})) if e["type"] in _SAYS else f"({e['msg']})"
+        hint = _NOT_USED_HINT if e["type"] == "greater_than_equal" and name in ("pp", "dp", "ep") else ""
+        parts.append(f"{name}={cells.get(name, e['input'])!r} {says}{hint}")
+    return "; ".join(parts)
 
 
 def _clean(raw: Mapping[str, str], defaults: Mapping[str, object]) -> dict[str, str]:
@@ -205,47 +226,14 @@ def build_row(
 ) -> Measurement | Rejected:
     """Validate one row of §3.4 cells (strings; empty = unknown) into a Measurement or a Rejected."""
     cells = _clean(raw, defaults or {})
-    errors: list[str] = []
-    values: dict[str, object] = {}
-    for key in ("model", "hardware"):
-        if not cells[key]:
-            errors.append(f"{key} is empty")
-        values[key] = cells[key]
-    if cells["model"]:
-        _check_known("model", cells["model"], known_models, errors)
-    if cells["hardware"]:
-        _check_known("hardware", cells["hardware"], known_hardware, errors)
-    for key, norm in (("engine", normalize_engine), ("weight_dtype", normalize_weight_dtype)):
-        try:
-            values[key] = norm(cells[key]) if cells[key] else None
-        except ValueError as err:
-            errors.append(str(err))
-    values["engine_version"] = cells["engine_version"] or None
-    if not cells["tp"]:
-        errors.append("tp is empty")
-    if not cells["concurrency"]:
-        errors.append("concurrency is empty")
-    for key in ("dp", "ep"):
-        # 0 means "not used" = 1: aiconfigurator's silicon_sample ids spell it `epnone`/`tp2_epnone`
-        # and tests/data/bench/silicon_dev.csv carries those rows with dp=0/ep=0 (e.g. Qwen3-32B gb200 trtllm).
-        if _is_zero(cells[key]):
-            cells[key] = "1"
-    for key in (*_PLAN, "concurrency", *_LENGTHS):
-        values[key] = _parse_int(key, cells[key], errors) if cells[key] else None
-    for key in METRICS:
-        values[key] = _parse_pos_float(key, cells[key], errors) if cells[key] else None
-    if not errors and all(values[k] is None for k in METRICS):
-        errors.append("no measured value: ttft_ms, tpot_ms and output_tok_s are all empty")
-    if errors:
-        return Rejected(file=file, row=row, reason="; ".join(errors), raw=dict(raw))
-    for key in ("pp", "dp", "ep"):
-        values[key] = values[key] or 1
-    values["source"] = cells["source"] or f"{Path(file).name} row {row}"
+    cells["source"] = cells["source"] or f"{Path(file).name} row {row}"
     try:
-        return Measurement.model_validate({**values, "row": row, "file": file})
-    except ValidationError as err:  # belt and braces: the checks above should catch everything
-        reason = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
-        return Rejected(file=file, row=row, reason=reason, raw=dict(raw))
+        return Measurement.model_validate(
+            {**cells, "row": row, "file": file},
+            context={"known_model": known_models, "known_hardware": known_hardware},
+        )
+    except ValidationError as err:
+        return Rejected(file=file, row=row, reason=_reason(err, cells), raw=dict(raw))
 
 
 # ---------------------------------------------------------------- files

@@ -4,7 +4,7 @@ Each row becomes a (model, hardware, plan, settings, lengths) case; rows that ca
 model or hardware, a plan the engine cannot run, a model that does not fit) get `predicted=None` and the
 reason. Runnable rows are gathered per (hardware, engine) into one `Bucket` of per-row features, so a
 prediction for every row of a bucket is one vectorised `advisor.cost.timing.serve` call; `calibrate`
-re-runs that call with trial terms.
+re-runs that call with trial terms. Records are immutable: `with_predictions` returns new ones.
 
 TensorRT-LLM rows are predicted with vLLM's physics (`engines.PHYSICS_ENGINE`); the fitted per-engine terms
 absorb the difference.
@@ -13,7 +13,7 @@ absorb the difference.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -33,28 +33,27 @@ DEFAULT_OUTPUT_LEN = 1024
 METRIC_KEYS = ("ttft_ms", "tpot_ms", "output_tok_s")
 
 
-@dataclass
+@dataclass(frozen=True)
 class RowPrediction:
     """One measurement row with its prediction (None when impossible), reason and assumption notes."""
 
     row: Measurement
     key: tuple[str, str]  # (hardware id, engine label: the row's engine, vllm when empty)
-    predicted: dict[str, float] | None = None
+    input_len: int  # the row's, or the default assumed
+    output_len: int
     reason: str | None = None
-    notes: list[str] = field(default_factory=list)
-    input_len: int = DEFAULT_INPUT_LEN
-    output_len: int = DEFAULT_OUTPUT_LEN
-    tp_gt1: bool = False
-    layers: int = 0
+    notes: tuple[str, ...] = ()
+    predicted: dict[str, float] | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Bucket:
-    """Runnable rows of one (hardware, engine): per-row features [N] and workload [N]."""
+    """Runnable rows of one (hardware, engine): the measured rows, their features [N] and workload [N]."""
 
     hw: HardwareProfile
     engine: str  # physics engine
-    index: list[int]  # positions in the RowPrediction list
+    index: list[int]  # positions in prepare()'s RowPrediction list
+    rows: list[Measurement]  # the measured rows at those positions
     features: Features
     concurrency: np.ndarray
     input_len: np.ndarray
@@ -143,30 +142,33 @@ def prepare(rows: list[Measurement]) -> tuple[list[RowPrediction], dict[tuple[st
     preds: list[RowPrediction] = []
     pending: dict[tuple[str, str], list[tuple[int, dict[str, object]]]] = {}
     for i, row in enumerate(rows):
-        p = RowPrediction(row=row, key=(row.hardware, engine_label(row)), tp_gt1=row.tp * row.dp > 1)
+        inp, out = row.input_len or DEFAULT_INPUT_LEN, row.output_len or DEFAULT_OUTPUT_LEN
+        feats = _row_features(cache, row, inp, out)
+        p = RowPrediction(row=row, key=(row.hardware, engine_label(row)), input_len=inp, output_len=out,
+                          reason=feats if isinstance(feats, str) else None, notes=_assumptions(row))
         preds.append(p)
-        p.input_len = row.input_len or DEFAULT_INPUT_LEN
-        p.output_len = row.output_len or DEFAULT_OUTPUT_LEN
-        if row.input_len is None:
-            p.notes.append(f"input_len unknown: assumed {DEFAULT_INPUT_LEN}")
-        if row.output_len is None:
-            p.notes.append(f"output_len unknown: assumed {DEFAULT_OUTPUT_LEN}")
-        if row.engine == "trtllm":
-            p.notes.append("trtllm predicted with vLLM physics; fitted trtllm terms absorb the difference")
-        found, hw = cache.arch(row.model), cache.hw(row.hardware)
-        if isinstance(found, str) or isinstance(hw, str):
-            p.reason = found if isinstance(found, str) else str(hw)
-            continue
-        arch = found
-        p.layers = arch.num_layers
-        feats = _case_features(cache, arch, hw, row, PHYSICS_ENGINE[engine_label(row)], p.input_len,
-                               p.output_len)
-        if isinstance(feats, str):
-            p.reason = feats
-            continue
-        pending.setdefault(p.key, []).append((i, feats))
+        if not isinstance(feats, str):
+            pending.setdefault(p.key, []).append((i, feats))
     buckets = {k: _bucket(preds, cache, k, items) for k, items in pending.items()}
     return preds, buckets
+
+
+def _assumptions(row: Measurement) -> tuple[str, ...]:
+    """What a prediction of the row assumes: the lengths it does not state, vLLM physics for TensorRT-LLM."""
+    notes = ((row.input_len is None, f"input_len unknown: assumed {DEFAULT_INPUT_LEN}"),
+             (row.output_len is None, f"output_len unknown: assumed {DEFAULT_OUTPUT_LEN}"),
+             (row.engine == "trtllm", "trtllm predicted with vLLM physics; fitted trtllm terms absorb the difference"))
+    return tuple(text for applies, text in notes if applies)
+
+
+def _row_features(cache: _Cache, row: Measurement, inp: int, out: int) -> dict[str, object] | str:
+    """The row's plan features, or why it cannot be predicted."""
+    found, hw = cache.arch(row.model), cache.hw(row.hardware)
+    if isinstance(found, str):
+        return found
+    if isinstance(hw, str):
+        return hw
+    return _case_features(cache, found, hw, row, PHYSICS_ENGINE[engine_label(row)], inp, out)
 
 
 def _bucket(preds: list[RowPrediction], cache: _Cache, key: tuple[str, str],
@@ -175,32 +177,35 @@ def _bucket(preds: list[RowPrediction], cache: _Cache, key: tuple[str, str],
     assert not isinstance(hw, str)
     idx = [i for i, _ in items]
     rows = [preds[i] for i in idx]
-    return Bucket(hw=hw, engine=PHYSICS_ENGINE[key[1]], index=idx, features=Features.stack([f for _, f in items]),
+    return Bucket(hw=hw, engine=PHYSICS_ENGINE[key[1]], index=idx, rows=[r.row for r in rows],
+                  features=Features.stack([f for _, f in items]),
                   concurrency=np.array([r.row.concurrency for r in rows], float),
                   input_len=np.array([r.input_len for r in rows], float),
                   output_len=np.array([r.output_len for r in rows], float),
                   batched_tokens=Settings().batched_tokens(hw.gpu.memory_bytes))
 
 
-def fill(preds: list[RowPrediction], buckets: Mapping[tuple[str, str], Bucket],
-         terms_by_key: Mapping[tuple[str, str], Terms]) -> list[RowPrediction]:
-    """Write each bucket's predictions under its terms (Terms() priors when the key has none) into `preds`."""
+def with_predictions(preds: list[RowPrediction], buckets: Mapping[tuple[str, str], Bucket],
+                     terms_by_key: Mapping[tuple[str, str], Terms]) -> list[RowPrediction]:
+    """New records: `preds` with each bucket's rows predicted under its terms (Terms() priors when the key has
+    none); the inputs are left as they were."""
+    out = list(preds)
     for key, b in buckets.items():
         res = run_bucket(b, terms_by_key.get(key, Terms()))
         for j, i in enumerate(b.index):
             vals = {m: float(res[m][j]) for m in METRIC_KEYS}
             if all(np.isfinite(v) and v > 0 for v in vals.values()):
-                preds[i].predicted = vals
+                out[i] = replace(preds[i], predicted=vals)
             else:
-                preds[i].reason = "the cost model returned a non-finite value"
-    return preds
+                out[i] = replace(preds[i], reason="the cost model returned a non-finite value")
+    return out
 
 
 def predict_rows(rows: list[Measurement],
                  terms_by_hw: Mapping[tuple[str, str], Terms] | None = None) -> list[RowPrediction]:
     """Predictions for measurement rows; `terms_by_hw` maps (hardware id, engine) -> Terms (default priors)."""
     preds, buckets = prepare(rows)
-    return fill(preds, buckets, terms_by_hw or {})
+    return with_predictions(preds, buckets, terms_by_hw or {})
 
 
 def error_pct(pred: RowPrediction) -> dict[str, float | None]:

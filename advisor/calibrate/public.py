@@ -18,6 +18,7 @@ from pathlib import Path
 
 from advisor.calibrate.measurements import COLUMNS, normalize_weight_dtype
 from advisor.errors import AdvisorError
+from advisor.files import atomic_output
 
 PUBLIC_REQUIRED = (
     "model",
@@ -274,18 +275,9 @@ def clean_public(rows: list[dict[str, str]]) -> CleanResult:
 
 
 def write_csv(rows: list[dict[str, str]], path: Path) -> None:
-    """Write §3.4 rows atomically (temp file in the same directory, then os.replace)."""
-    import os
-    import tempfile
-
+    """Write §3.4 rows atomically (advisor.files): a failure leaves `path` untouched."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(COLUMNS), lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(rows)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_output(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(COLUMNS), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)

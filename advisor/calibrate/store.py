@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from advisor.cost.terms import Terms
 from advisor.errors import AdvisorError
+from advisor.files import write_atomic
 from advisor.hardware import HardwareProfile, known_ids, load_profile
 
 SHIPPED = Path(__file__).resolve().parent.parent / "calibrations"
@@ -92,16 +93,6 @@ def _nearest(hw: HardwareProfile, engine: str) -> str | None:
 
 
 def write_calibration(cal: Calibration, path: Path) -> None:
-    """Write atomically (temp file in the same folder, then os.replace): a failure leaves `path` untouched."""
-    import os
-    import tempfile
-
+    """Write atomically (advisor.files): a failure leaves `path` untouched."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(cal.model_dump(mode="json"), indent=2) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, json.dumps(cal.model_dump(mode="json"), indent=2) + "\n")

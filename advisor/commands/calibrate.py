@@ -32,7 +32,7 @@ def calibrate(
 def calibrate_doc(files: list[str], hw: str, engine: str, output: Path,
                   defaults: dict[str, Any] | None = None) -> dict[str, Any]:
     """Fit, write `output`, and return the JSON report (terms, refused, bounds hit, cv, rows used/rejected)."""
-    from advisor.calibrate.fit import METHOD, describe, fit_bucket
+    from advisor.calibrate.fit import METHOD, Calibrator
     from advisor.calibrate.measurements import read_measurements
     from advisor.calibrate.predict_rows import engine_label, prepare
     from advisor.calibrate.store import Calibration, write_calibration
@@ -50,14 +50,16 @@ def calibrate_doc(files: list[str], hw: str, engine: str, output: Path,
         first = f" (first: {rejected[0]['reason']})" if rejected else ""
         raise AdvisorError(f"{', '.join(files)}: no usable rows for {profile.id}/{engine}: {len(mine)} rows of it, "
                            f"{len(rejected)} rejected{first}")
-    result = fit_bucket(preds, bucket)
+    fit = Calibrator().fit(bucket)
     versions = sorted({p.row.engine_version for p in preds if p.row.engine_version and not p.reason})
-    cal = Calibration(hardware=profile.id, engine=engine, terms=result.terms, bounds_hit=result.bounds_hit,
-                      refused=result.refused, rows_used=result.rows_used, rows_rejected=len(rejected),
-                      files=[Path(f).name for f in files], engine_versions=versions, cv=result.cv,
-                      tpot_residual_pct=result.tpot_residual_pct, method=f"{METHOD}; CV: {result.cv_method}")
+    cal = Calibration(hardware=profile.id, engine=engine, terms=fit.terms_, bounds_hit=fit.bounds_hit_,
+                      refused=fit.refused_, rows_used=fit.rows_used_, rows_rejected=len(rejected),
+                      files=[Path(f).name for f in files], engine_versions=versions, cv=fit.cv_,
+                      tpot_residual_pct=fit.tpot_residual_pct_, method=f"{METHOD}; CV: {fit.cv_method_}")
     write_calibration(cal, output)
-    return {"output": str(output), "hardware": profile.id, "engine": engine, **describe(result),
+    return {"output": str(output), "hardware": profile.id, "engine": engine, "terms": fit.terms_.model_dump(),
+            "fitted": fit.fitted_, "refused": fit.refused_, "bounds_hit": fit.bounds_hit_, "cv": fit.cv_,
+            "cv_method": fit.cv_method_, "tpot_residual_pct": fit.tpot_residual_pct_, "rows_used": fit.rows_used_,
             "rows_rejected": rejected, "files": list(files), "engine_versions": versions, "method": cal.method}
 
 

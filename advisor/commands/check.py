@@ -32,7 +32,7 @@ def check(measurements: opt.Measurements, calibration: opt.Calibration = None, j
 def check_doc(files: list[str], calibration: str | None, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
     """The `check` JSON document: rows (input, measured, predicted, error_pct, reason, calibrated) + summary."""
     from advisor.calibrate.measurements import read_measurements
-    from advisor.calibrate.predict_rows import METRIC_KEYS, error_pct, fill, prepare
+    from advisor.calibrate.predict_rows import METRIC_KEYS, error_pct, prepare, with_predictions
     from advisor.calibrate.report import summarize
     from advisor.calibrate.store import terms_for
 
@@ -48,7 +48,7 @@ def check_doc(files: list[str], calibration: str | None, defaults: dict[str, Any
     for key, b in buckets.items():
         terms[key], doc = terms_for(b.hw, key[1], calibration)
         how[key] = {"how": doc["how"], "rows": doc.get("rows", 0)}
-    fill(preds, buckets, terms)
+    preds = with_predictions(preds, buckets, terms)
     rows: list[dict[str, Any]] = []
     for p in preds:
         reason = "; ".join(x for x in (p.reason, *p.notes) if x) or None

@@ -205,8 +205,9 @@ def _topo_table(file: Path, doc: dict[str, Any]) -> None:
 
 
 def _write_profile_copy(base_ref: str, out: Path, fit: Any, src_file: Path, rows: int) -> None:
+    from advisor.files import write_atomic
     from advisor.hardware import load_profile
-    from advisor.hardware.dump import profile_to_toml, write_text_atomic
+    from advisor.hardware.dump import profile_to_toml
     from advisor.hardware.load import parse_profile
     from advisor.hardware.placement import group_path
 
@@ -230,7 +231,7 @@ def _write_profile_copy(base_ref: str, out: Path, fit: Any, src_file: Path, rows
         id=out.stem, name=f"{base.name} (collectives from {src_file.name})", collectives=keep + [term]
     )
     new = type(base).model_validate(data)
-    write_text_atomic(
+    write_atomic(
         out,
         profile_to_toml(
             new,

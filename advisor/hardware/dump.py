@@ -1,11 +1,8 @@
-"""Write profiles back to TOML (for `hw import-nccl -o` and the comm-term generator); atomic file writes."""
+"""Write profiles back to TOML (for `hw import-nccl -o` and the comm-term generator)."""
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from advisor.hardware.schema import HardwareProfile
@@ -54,16 +51,3 @@ def profile_to_toml(hw: HardwareProfile, header: str = "") -> str:
     data = hw.model_dump(mode="python", exclude_none=True)
     body = table_to_toml(data)
     return "".join(f"# {ln}\n" for ln in header.splitlines()) + body
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write via a temp file in the same directory, then os.replace (never a half-written file)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path("."))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

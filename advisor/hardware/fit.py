@@ -1,7 +1,7 @@
 """Fit collective terms (latency floor + bytes/busbw, two regimes) to measured (size, time) points.
 
-Used by `advisor hw import-nccl` and `scripts/comm_accuracy.py`. Pure numpy: each regime is a
-two-parameter non-negative least-squares fit on relative residuals, the split is chosen by search.
+Used by `advisor hw import-nccl` and `scripts/comm_accuracy.py`. Each regime is a two-parameter non-negative
+least-squares fit on relative residuals (scipy.optimize.nnls), the split is chosen by search.
 """
 
 from __future__ import annotations
@@ -35,23 +35,13 @@ class Fit:
         return asdict(self)
 
 
-def _nnls2(x: np.ndarray, t: np.ndarray) -> tuple[float, float]:
-    """min sum(((a + c x) / t - 1)^2) with a, c >= 0 (2-variable NNLS: interior or best boundary)."""
-    A = np.stack([1.0 / t, x / t], axis=1)
-    y = np.ones_like(t)
-    cands: list[tuple[float, float]] = []
-    sol, *_ = np.linalg.lstsq(A, y, rcond=None)
-    if sol[0] >= 0 and sol[1] >= 0:
-        cands.append((float(sol[0]), float(sol[1])))
-    a_only = float(max(0.0, (A[:, 0] @ y) / (A[:, 0] @ A[:, 0])))
-    c_only = float(max(0.0, (A[:, 1] @ y) / (A[:, 1] @ A[:, 1]))) if np.any(x > 0) else 0.0
-    cands += [(a_only, 0.0), (0.0, c_only)]
-    return min(cands, key=lambda ac: float(np.sum((A @ np.array(ac) - y) ** 2)))
-
-
 def _regime(x: np.ndarray, t: np.ndarray) -> tuple[float, float]:
-    """(latency_us, busbw_gbps) of t = a + x / (busbw*1e3), x = bytes*bus_factor."""
-    a, c = _nnls2(x, t)
+    """(latency_us, busbw_gbps) of t = a + c x, c = 1 / (busbw*1e3), x = bytes*bus_factor: min sum(((a + c x)/t - 1)^2)
+    over a, c >= 0, i.e. non-negative least squares of [1/t, x/t] @ [a, c] = 1 (scipy.optimize.nnls)."""
+    from scipy.optimize import nnls
+
+    sol, _ = nnls(np.stack([1.0 / t, x / t], axis=1), np.ones_like(t))
+    a, c = float(sol[0]), float(sol[1])
     bw = MAX_BUSBW_GBPS if c <= 1.0 / (MAX_BUSBW_GBPS * 1e3) else 1.0 / (c * 1e3)
     return a, bw
 

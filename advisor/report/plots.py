@@ -7,7 +7,6 @@ matplotlib is imported inside the functions (the CLI must start without it).
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from advisor.cost.prediction import BREAKDOWN, PerGpu, Prediction
 from advisor.cost.workload import Settings
 from advisor.decide.choose import Ranking
 from advisor.errors import AdvisorError
+from advisor.files import atomic_output
 from advisor.hardware import HardwareProfile
 
 GiB = 2**30
@@ -117,7 +117,7 @@ def _short(d: Prediction) -> str:
 
 
 def save(fig: Any, path: str | os.PathLike[str]) -> None:
-    """Write PNG or SVG (by extension) atomically: a temp file in the same directory, then os.replace."""
+    """Write PNG or SVG (by extension) atomically (advisor.files)."""
     target = Path(path)
     fmt = target.suffix.lower().lstrip(".")
     if fmt not in ("png", "svg"):
@@ -125,11 +125,5 @@ def save(fig: Any, path: str | os.PathLike[str]) -> None:
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise AdvisorError(f"--plot: {target}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".{fmt}", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fig.savefig(fh, format=fmt)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_output(target, "wb") as fh:
+        fig.savefig(fh, format=fmt)
