@@ -151,3 +151,26 @@ def test_sglang_kv_is_the_static_fraction_less_weights(hw: HardwareProfile) -> N
     free_before = hw.gpu.cuda_total_bytes - CUDA_CONTEXT_BYTES - 3 * NCCL_INIT_PEER_BYTES
     assert m.available_kv_bytes == pytest.approx(free_before * 0.9 - m.weights_bytes)
     assert m.gpu_kv_cache_tokens == int(m.available_kv_bytes // m.kv_bytes_per_token)
+
+
+def test_hybrid_kv_blocks_and_the_printed_tokens_by_release(hw: HardwareProfile) -> None:
+    # gpt-oss-120b: 18 full + 18 sliding-window (128) layers -> two groups of 18 sharing one block pool
+    # (kv_cache_utils.py:_get_kv_cache_groups_uniform_page_size); page = 16 tokens x 8 KV heads x 64 x 2 (K, V) x 2 B
+    page = 16 * 8 * 64 * 2 * 2
+    old = fit("openai/gpt-oss-120b", Plan(), hw, engine_version="0.20")
+    assert old.num_blocks == int(old.available_kv_bytes // (page * 18))
+    assert old.gpu_kv_cache_tokens == old.num_blocks // 2 * 16  # up to v0.21: blocks // groups x block size
+    # a request needs cdiv(L, 16) full blocks + cdiv(min(window - 1 + max_num_batched_tokens, L), 16) + 1 sliding
+    need = 32768 // 16 + (-(-(127 + 8192) // 16) + 1)
+    assert old.concurrency == pytest.approx(old.num_blocks / need)
+    new = fit("openai/gpt-oss-120b", Plan(), hw)
+    assert new.gpu_kv_cache_tokens == int(new.num_blocks / need * 32768)  # from v0.22: concurrency x L
+
+
+def test_smaller_pages_get_larger_blocks(hw: HardwareProfile) -> None:
+    # gemma-4: full layers hold 2 KV heads x 512 (K only) = 2 KiB per token, sliding ones 8 x 256 x 2 = 8 KiB:
+    # the full layers' block grows 4x to unify the page (kv_cache_utils.py:unify_kv_cache_spec_page_size)
+    m = fit("google/gemma-4-26B-A4B", Plan(), hw, engine_version="0.20")
+    need = 32768 // 64 + 5 * (-(-(1023 + 8192) // 16) + 1)  # 1 full group, 5 sliding groups of 5 layers
+    assert m.concurrency == pytest.approx(m.num_blocks / need)
+    assert m.block_size == 16 and m.gpu_kv_cache_tokens == m.num_blocks // 6 * 16

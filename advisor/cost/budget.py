@@ -8,7 +8,13 @@ memory_profiling`):
 with total = what CUDA reports (`torch.cuda.mem_get_info`), the activation peak the torch peak of `profile_run`
 (a forward of max_num_batched_tokens, then the sampler warm-up over max_num_seqs rows), the non-torch growth
 since the snapshot that `init_device` takes after NCCL init (so the CUDA context is outside the budget) and,
-from v0.20, the CUDA-graph estimate (`gpu_model_runner.py:profile_cudagraph_memory`). SGLang v0.5: `sglang_kv`.
+from v0.20, the CUDA-graph estimate (`gpu_model_runner.py:profile_cudagraph_memory`). SGLang v0.5: `sglang_budget`.
+
+Not subtracted, as in the engine: attention-backend workspaces (FlashInfer 256-394 MiB, MLA 394 MiB) are made
+with the KV cache (`initialize_kv_cache`, after the budget; the profile skips attention) and live in the
+(1 - utilisation) slack, like the CUDA context and, up to v0.19, the captured graphs. Approximation: fused-MoE
+caches are counted as transient; where a release's kernel takes them from the workspace manager
+(`v1/worker/workspace.py`) they stay allocated through the sampler warm-up (up to ~0.8 GiB, GLM-5 at TP8).
 """
 
 from __future__ import annotations

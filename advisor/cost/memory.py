@@ -69,7 +69,7 @@ class KvLayout(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    block_size: int
+    block_size: int  # the smallest block size of the groups (tokens per block)
     page: float  # bytes per block per layer (uniform across groups)
     group_size: float  # layers per group on this GPU (one PP stage)
     blocks_per_request: float  # sum over groups of the blocks one max-model-len request needs
@@ -78,10 +78,11 @@ class KvLayout(BaseModel):
 
 def kv_layout(arch: ModelArch, plan: Plan, b: float, model_len: int, batched_tokens: int) -> KvLayout:
     """Groups by layer type (full/MLA, sliding window, mamba/linear state); group_size = the fewest layers of a
-    type (the most if max < 1.5 min); blocks per request: full cdiv(L, bs), sliding cdiv(min(window - 1 +
-    max_num_batched_tokens, L), bs) + 1 (`kv_cache_interface.py:SlidingWindowSpec.max_memory_usage_bytes`),
-    state 1. Mamba states set the attention block size so pages match (`config/models.py:
-    HybridAttentionMambaModelConfig`)."""
+    type (the most if max < 1.5 min); pages unified by raising the block size of the types with fewer bytes
+    per token (`kv_cache_utils.py:unify_kv_cache_spec_page_size`; Mamba states set the attention block size,
+    `config/models.py:HybridAttentionMambaModelConfig`). Blocks per request: full cdiv(L, bs), sliding
+    cdiv(min(window - 1 + max_num_batched_tokens, L), bs) + 1 (`kv_cache_interface.py:SlidingWindowSpec.
+    max_memory_usage_bytes`), state 1."""
     kinds: dict[str, list[float]] = {}  # type -> [layers, bytes per token per layer, window]
     state = 0.0
     for g in arch.attn_groups:
@@ -99,23 +100,25 @@ def kv_layout(arch: ModelArch, plan: Plan, b: float, model_len: int, batched_tok
     page = max(block * per_token, state)
     counts = [v[0] for v in kinds.values()]
     size = min(counts) if max(counts) >= 1.5 * min(counts) else max(counts)
-    need, groups = 0.0, 0
-    for kind, (n, _, window) in kinds.items():
+    need, groups, smallest = 0.0, 0, block
+    for kind, (n, tb, window) in kinds.items():
         k = math.ceil(n / size)
         groups += k
+        bs = block * round(per_token / tb) if tb else block  # this type's block size once pages are unified
+        smallest = min(smallest, bs)
         if kind == "full":
-            need += k * math.ceil(model_len / block)
+            need += k * math.ceil(model_len / bs)
         elif kind == "sliding":
-            need += k * (math.ceil(min(window - 1 + batched_tokens, model_len) / block) + 1)
+            need += k * (math.ceil(min(window - 1 + batched_tokens, model_len) / bs) + 1)
         else:
             need += k
-    return KvLayout(block_size=block, page=page, group_size=size / plan.pp, blocks_per_request=need,
+    return KvLayout(block_size=smallest, page=page, group_size=size / plan.pp, blocks_per_request=need,
                     groups=groups)
 
 
 def log_counts(layout: KvLayout, available: float, model_len: int, printed: str) -> tuple[int, int, float]:
     """(num_blocks, printed tokens, concurrency): num_blocks = available // (page x group_size); tokens =
-    num_blocks // groups x block_size up to v0.21 (`kv_cache_utils.py:get_kv_cache_config_from_groups`),
+    num_blocks // groups x min block size up to v0.21 (`kv_cache_utils.py:get_kv_cache_config_from_groups`),
     int(concurrency x L) from v0.22 (`get_kv_cache_capacity`); concurrency = num_blocks / blocks per request
     (`get_max_concurrency_for_kv_cache_config`)."""
     if available <= 0 or layout.page <= 0:
