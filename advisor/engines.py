@@ -1,10 +1,13 @@
-"""The serving engines the advisor speaks of, and the engine defaults it assumes, named once.
+"""The serving engines the advisor speaks of, the releases whose memory accounting it models, and the engine
+defaults it assumes, named once.
 
 Light on purpose (no numpy/pydantic): the CLI's options import it at start-up.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Literal
 
 Engine = Literal["vllm", "sglang"]  # engines the cost model predicts and prints commands for
@@ -18,7 +21,7 @@ PHYSICS_ENGINE: dict[str, str] = {"vllm": "vllm", "sglang": "sglang", "trtllm": 
 KvDtype = Literal["auto", "bf16", "fp8"]
 WeightDtype = Literal["bf16", "fp8", "int4", "nvfp4", "mxfp4"]
 
-# vllm/config/cache.py `gpu_memory_utilization` at commit 9aaf83ef (2026-05-19; 0.9 before 2026-04-21)
+# vllm/config/cache.py `CacheConfig.gpu_memory_utilization`: Field(default=0.92) in v0.20.0-v0.33.0 (0.9 before)
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
 # A serving context a user typically asks for; the model's own maximum is often 128k-1M tokens, more KV
 # than a box holds at any useful concurrency. The printed command passes it explicitly.
@@ -26,3 +29,81 @@ DEFAULT_MAX_MODEL_LEN = 32768
 DEFAULT_CONCURRENCY = 64
 DEFAULT_INPUT_LEN = 1024
 DEFAULT_OUTPUT_LEN = 1024
+
+Sampler = Literal["sort", "triton", "v2"]
+Printed = Literal["blocks", "concurrency"]
+
+
+@dataclass(frozen=True)
+class Release:
+    """A span of engine releases (minor versions `first`..`last`) that account memory the same way.
+
+    `sampler`: how the start-up profile's sampler warm-up holds the logits (see `cost/budget.py`);
+    `graph_estimate`: the CUDA-graph memory estimate is subtracted from the KV budget by default;
+    `printed`: how "GPU KV cache size: N tokens" is computed; `big_tier_gib`: devices of at least this much
+    memory get max_num_batched_tokens 16384 (None: no such tier)."""
+
+    engine: Engine
+    first: int
+    last: int
+    gpu_memory_utilization: float
+    sampler: Sampler
+    graph_estimate: bool
+    printed: Printed
+    big_tier_gib: int | None
+    source: str
+
+    @property
+    def name(self) -> str:
+        return f"0.{self.first}" if self.first == self.last else f"0.{self.first}-0.{self.last}"
+
+
+# vLLM, from the release wheels' sources (vllm==X, file:function); each row says what changed at `first`.
+VLLM_RELEASES: tuple[Release, ...] = (
+    Release("vllm", 11, 16, 0.9, "sort", False, "blocks", None,
+            "v0.11.0 gpu_worker.py:init_device takes the memory snapshot after NCCL init; "
+            "v1/sample/ops/topk_topp_sampler.py:apply_top_k_top_p sorts the full vocabulary (to v0.16.0); "
+            "config/cache.py gpu_memory_utilization 0.9; CUDA graphs captured after the KV cache is allocated"),
+    Release("vllm", 17, 19, 0.9, "triton", False, "blocks", None,
+            "v0.17.1 topk_topp_sampler.py:apply_top_k_top_p calls topk_topp_triton.apply_top_k_top_p_triton for "
+            ">= 8 rows (in place); v0.18.1/v0.19.1 envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default 0"),
+    Release("vllm", 20, 21, 0.92, "triton", True, "blocks", None,
+            "v0.20.0 config/cache.py gpu_memory_utilization Field(default=0.92); envs.py "
+            "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default 1, gpu_worker.py:determine_available_memory "
+            "subtracts gpu_model_runner.py:profile_cudagraph_memory"),
+    Release("vllm", 22, 29, 0.92, "triton", True, "concurrency", None,
+            "v0.22.0 v1/core/kv_cache_utils.py:get_kv_cache_capacity prints int(max_concurrency * max_model_len)"),
+    Release("vllm", 30, 33, 0.92, "v2", True, "concurrency", 160,
+            "v0.30.0 config/vllm.py:use_v2_model_runner defaults to the V2 runner (v1/worker/gpu/sample/"
+            "sampler.py); engine/arg_utils.py 16384/1024 batch defaults for devices >= 160 GiB; capture sizes "
+            "up to 1024 on data-center Blackwell (config/vllm.py:_set_cudagraph_sizes)"),
+)
+# SGLang: v0.5.23 srt/arg_groups/memory_hook.py:handle_gpu_memory_settings (mem_fraction_static heuristic) and
+# srt/mem_cache/kv_cache_configurator.py:_profile_available_bytes (KV = free - pre-load free x (1 - fraction)).
+SGLANG_RELEASES: tuple[Release, ...] = (
+    Release("sglang", 5, 5, 0.0, "v2", False, "blocks", None,
+            "sglang v0.5.23 memory_hook.py:handle_gpu_memory_settings, kv_cache_configurator.py:"
+            "_profile_available_bytes"),
+)
+DEFAULT_ENGINE_VERSION: dict[str, str] = {"vllm": "0.33", "sglang": "0.5"}
+ENGINE_VERSION_HELP = (
+    "Engine release whose memory accounting and defaults to model, MAJOR.MINOR[.PATCH]. vLLM 0.11-0.33 "
+    "(default 0.33: the newest release whose KV budget comes from the start-up profile; 0.34 sizes an "
+    "extensible KV cache after warm-up, not modelled); SGLang 0.5 (default). Spans that account alike: "
+    + ", ".join(r.name for r in VLLM_RELEASES) + ".")
+
+
+def release(engine: str, version: str | None = None) -> Release:
+    """The modelled release span holding `version` ("0.19.1", "0.20"; None: the default) of `engine`."""
+    text = version or DEFAULT_ENGINE_VERSION[engine]
+    m = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.\S*)?", text.strip())
+    table = VLLM_RELEASES if engine == "vllm" else SGLANG_RELEASES
+    if m and int(m.group(1)) == 0:
+        minor = int(m.group(2))
+        for r in table:
+            if r.first <= minor <= r.last:
+                return r
+    spans = ", ".join(r.name for r in table)
+    why = ("; 0.34 and later size an extensible KV cache after warm-up, which is not modelled"
+           if engine == "vllm" and m and int(m.group(1)) == 0 and int(m.group(2)) > table[-1].last else "")
+    raise ValueError(f"--engine-version: {text!r} is not a modelled {engine} release (modelled: {spans}{why})")

@@ -1,6 +1,7 @@
 """Memory per GPU (advisor/cost/memory.py) vs hand computation from the real config.json files and vLLM's
 budget rule (vLLM `kv_cache_interface.py`, `Worker.determine_available_memory`):
-    kv_cache = capacity * gpu_memory_utilization - weights - activation peak - overhead."""
+    kv_cache = capacity * gpu_memory_utilization - weights - activation peak - overhead,
+capacity being what CUDA reports (hwprofiles `cuda_total_bytes`) and the KV pool cut into 16-token blocks."""
 
 from __future__ import annotations
 
@@ -58,12 +59,14 @@ def test_llama70b_tp4_by_hand(hw: HardwareProfile, configs_dir: Path) -> None:
     # GQA: 2 (K and V) * kv/tp heads * head_dim * 2 bytes per layer (vLLM `QKVParallelLinear`)
     assert m.kv_bytes_per_token == 80 * 2 * (8 / 4) * 128 * 2 == L * 2 * (kv / tp) * hd * 2
     assert m.kv_dtype == "bf16"
-    # vLLM budget (gpu_worker.py:determine_available_memory), default utilization 0.92
-    assert m.capacity_bytes == hw.gpu.memory_bytes
+    # vLLM budget (gpu_worker.py:determine_available_memory), default utilization 0.92 of what CUDA reports
+    assert m.capacity_bytes == hw.gpu.cuda_total_bytes
     assert m.budget_bytes == pytest.approx(m.capacity_bytes * 0.92)
     left = m.capacity_bytes * 0.92 - m.weights_bytes - m.activation_bytes - m.overhead_bytes
     assert m.kv_cache_bytes == pytest.approx(left, rel=1e-12)
-    assert m.kv_cache_tokens == int(left / m.kv_bytes_per_token)
+    # whole 16-token blocks of all 80 layers (kv_cache_utils.py:get_num_blocks)
+    assert m.block_size == 16
+    assert m.kv_cache_tokens == int(left // (16 * m.kv_bytes_per_token)) * 16
     # default --max-model-len 32768 (Settings): sequences that fit at full length
     assert m.max_model_len == 32768
     assert m.max_concurrency == int(left / (32768 * m.kv_bytes_per_token))
@@ -98,8 +101,8 @@ def test_lower_gpu_memory_utilization_gives_fewer_kv_tokens(hw: HardwareProfile)
     hi = fit(LLAMA70, Plan(tp=4), hw)
     lo = fit(LLAMA70, Plan(tp=4), hw, gpu_memory_utilization=0.8)
     assert lo.kv_cache_tokens < hi.kv_cache_tokens
-    # the difference is exactly the 12% of capacity taken out of the budget
-    assert hi.kv_cache_bytes - lo.kv_cache_bytes == pytest.approx(0.12 * hw.gpu.memory_bytes, rel=1e-9)
+    # the difference is exactly the 12% of (CUDA's) capacity taken out of the budget
+    assert hi.kv_cache_bytes - lo.kv_cache_bytes == pytest.approx(0.12 * hi.capacity_bytes, rel=1e-9)
     assert lo.weights_bytes == hi.weights_bytes
 
 
@@ -108,7 +111,8 @@ def test_fp8_kv_doubles_kv_tokens(hw: HardwareProfile) -> None:
     fp8 = fit(LLAMA70, Plan(tp=4), hw, kv_cache_dtype="fp8")
     assert fp8.kv_dtype == "fp8" and bf16.kv_dtype == "bf16"
     assert fp8.kv_bytes_per_token == bf16.kv_bytes_per_token / 2
-    assert abs(fp8.kv_cache_tokens - 2 * bf16.kv_cache_tokens) <= 1
+    # twice the tokens, up to the rounding to whole 16-token blocks
+    assert abs(fp8.kv_cache_tokens - 2 * bf16.kv_cache_tokens) <= fp8.block_size
     assert fp8.max_concurrency >= 2 * bf16.max_concurrency
 
 

@@ -99,7 +99,8 @@ def test_panel_c_memory_stacks_to_capacity(ranked: dict[str, Any]) -> None:
         assert total == pytest.approx(pg["capacity_bytes"], rel=1e-6)
     capacity = [ln for ln in ax.get_lines() if ln.get_label().startswith("capacity")]
     assert len(capacity) == 1
-    assert capacity[0].get_ydata()[0] * GiB == pytest.approx(ranked["hw"].gpu.memory_bytes)
+    # the capacity vLLM budgets from is what CUDA reports (hwprofiles cuda_total_bytes), not nvidia-smi's total
+    assert capacity[0].get_ydata()[0] * GiB == pytest.approx(ranked["hw"].gpu.cuda_total_bytes)
     assert "GiB" in ax.get_ylabel()
 
 

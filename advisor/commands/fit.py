@@ -1,4 +1,4 @@
-"""`advisor fit [MODEL...]`: which plans fit in memory, with how much KV cache left."""
+"""`advisor fit [MODEL...]`: which plans fit in memory, with how much KV cache left, in the start-up log's words."""
 
 from __future__ import annotations
 
@@ -13,17 +13,20 @@ if TYPE_CHECKING:
 
 def fit(models: opt.Models = None, hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus = None, tp: opt.Tp = None,
         pp: opt.Pp = None, dp: opt.Dp = None, ep: opt.Ep = None, max_model_len: opt.MaxModelLen = None,
-        kv_cache_dtype: opt.KvCacheDtype = "auto",
-        gpu_memory_utilization: opt.GpuMemoryUtilization = opt.DEFAULT_GPU_MEMORY_UTILIZATION,
-        weight_dtype: opt.WeightDtypeOpt = None, json_out: opt.Json = False) -> None:
-    """Memory per GPU for each model and plan: weights, activations, reserve, KV room and concurrency."""
+        kv_cache_dtype: opt.KvCacheDtype = "auto", gpu_memory_utilization: opt.GpuMemoryUtilization = None,
+        weight_dtype: opt.WeightDtypeOpt = None, engine: opt.EngineOpt = "vllm",
+        engine_version: opt.EngineVersion = None, json_out: opt.Json = False) -> None:
+    """Memory per GPU for each model and plan as the engine accounts it: weights, activation peak, non-torch
+    and CUDA-graph memory, KV room and concurrency, with the start-up log lines the engine would print
+    ("Model loading took", "Available KV cache memory", "GPU KV cache size", "Maximum concurrency")."""
     from advisor import catalog
     from advisor.cost.sweep import fit_result, make_case, node_gpus
     from advisor.report.tables import fit_table
     from advisor.resolve import resolve
 
     profile = opt.hardware(hw, gpus)
-    settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, "vllm")
+    settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine,
+                            engine_version=engine_version)
     plan = opt.plan_from_flags(tp, pp, dp, ep)
     n = node_gpus(profile, gpus)
     docs = []

@@ -14,6 +14,7 @@ from advisor.engines import (
     DEFAULT_INPUT_LEN,
     DEFAULT_MAX_MODEL_LEN,
     DEFAULT_OUTPUT_LEN,
+    ENGINE_VERSION_HELP,
     Engine,
     KvDtype,
     MeasuredEngine,
@@ -47,8 +48,12 @@ MaxModelLen = Annotated[int | None, typer.Option(
     help=f"Context per sequence the engine is started with [default: min(model maximum, {DEFAULT_MAX_MODEL_LEN}), "
          "raised to input + output length].")]
 KvCacheDtype = Annotated[KvDtype, typer.Option("--kv-cache-dtype", help="auto (the checkpoint's), bf16 or fp8.")]
-GpuMemoryUtilization = Annotated[float, typer.Option(
-    "--gpu-memory-utilization", min=0.05, max=1.0, help="Share of each GPU's memory the engine may use.")]
+GpuMemoryUtilization = Annotated[float | None, typer.Option(
+    "--gpu-memory-utilization", min=0.05, max=1.0, show_default=False,
+    help="Share of each GPU's memory the engine may use [default: the engine release's: vLLM 0.9 up to 0.19, "
+         "0.92 from 0.20]; with --engine sglang it is SGLang's --mem-fraction-static [default: SGLang's "
+         "heuristic for the GPU and plan].")]
+EngineVersion = Annotated[str | None, typer.Option("--engine-version", show_default=False, help=ENGINE_VERSION_HELP)]
 WeightDtypeOpt = Annotated[WeightDtype | None, typer.Option(
     "--weight-dtype", show_default=False, help="Re-quantize the linear layers (default: the checkpoint's own).")]
 EngineOpt = Annotated[Engine, typer.Option("--engine", help="Serving engine.")]
@@ -79,16 +84,21 @@ def hardware(hw: str, gpus: int | None) -> HardwareProfile:
     return profile
 
 
-def settings(max_model_len: int | None, kv_cache_dtype: str, util: float, weight_dtype: str | None,
-             engine: str, need_tokens: int = 0) -> Settings:
+def settings(max_model_len: int | None, kv_cache_dtype: str, util: float | None, weight_dtype: str | None,
+             engine: str, need_tokens: int = 0, engine_version: str | None = None) -> Settings:
     """Engine settings from flags. Without --max-model-len the default context is raised to `need_tokens`
     (input + output), else the printed serve command would refuse the request."""
     from advisor.cost.workload import Settings
+    from advisor.engines import release
 
+    try:
+        release(engine, engine_version)
+    except ValueError as err:
+        raise AdvisorError(str(err)) from None
     if max_model_len is None and need_tokens > DEFAULT_MAX_MODEL_LEN:
         max_model_len = need_tokens
-    return Settings(max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype,
-                    gpu_memory_utilization=util, weight_dtype=weight_dtype, engine=engine)
+    return Settings(max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=util,
+                    weight_dtype=weight_dtype, engine=engine, engine_version=engine_version)
 
 
 def plan_from_flags(tp: int | None, pp: int | None, dp: int | None, ep: int | None) -> Plan | None:

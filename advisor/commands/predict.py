@@ -11,8 +11,9 @@ def predict(model: opt.Model, hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus = None
             concurrency: opt.Concurrency = 1, input_len: opt.InputLen = opt.DEFAULT_INPUT_LEN,
             output_len: opt.OutputLen = opt.DEFAULT_OUTPUT_LEN, max_model_len: opt.MaxModelLen = None,
             kv_cache_dtype: opt.KvCacheDtype = "auto",
-            gpu_memory_utilization: opt.GpuMemoryUtilization = opt.DEFAULT_GPU_MEMORY_UTILIZATION,
+            gpu_memory_utilization: opt.GpuMemoryUtilization = None,
             weight_dtype: opt.WeightDtypeOpt = None, engine: opt.EngineOpt = "vllm",
+            engine_version: opt.EngineVersion = None,
             calibration: opt.Calibration = None, json_out: opt.Json = False) -> None:
     """Predict serving speed of one model at one plan (default: TP over all GPUs)."""
     import numpy as np
@@ -26,7 +27,7 @@ def predict(model: opt.Model, hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus = None
 
     profile = opt.hardware(hw, gpus)
     settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine,
-                            input_len + output_len)
+                            input_len + output_len, engine_version)
     plan = opt.plan_from_flags(tp, pp, dp, ep) or Plan(tp=gpus or profile.topology.num_gpus)
     r = resolve(model)
     opt.check_lengths(r.arch.max_context, r.arch.model, input_len, output_len, max_model_len)

@@ -38,8 +38,9 @@ def rank(
     all_plans: Annotated[bool, typer.Option("--all-plans", help="List every valid plan of every model.")] = False,
     hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus = None, max_model_len: opt.MaxModelLen = None,
     kv_cache_dtype: opt.KvCacheDtype = "auto",
-    gpu_memory_utilization: opt.GpuMemoryUtilization = opt.DEFAULT_GPU_MEMORY_UTILIZATION,
-    weight_dtype: opt.WeightDtypeOpt = None, engine: opt.EngineOpt = "vllm", calibration: opt.Calibration = None,
+    gpu_memory_utilization: opt.GpuMemoryUtilization = None,
+    weight_dtype: opt.WeightDtypeOpt = None, engine: opt.EngineOpt = "vllm", engine_version: opt.EngineVersion = None,
+    calibration: opt.Calibration = None,
     json_out: opt.Json = False,
     csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV.")] = False,
     plot: Annotated[str | None, typer.Option("--plot", help="Write a PNG/SVG figure to this file.")] = None,
@@ -56,7 +57,7 @@ def rank(
         raise AdvisorError(f"--plot: {plot}: give a .png or .svg file name")
     profile = opt.hardware(hw, gpus)
     settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine,
-                            input_len + output_len)
+                            input_len + output_len, engine_version)
     good, unknown = _candidates(models, q, max_model_len)
     terms, calibrated = terms_for(profile, engine, calibration)
     ranking = do_rank(good, profile, settings, terms, q, calibrated, gpus, all_plans)

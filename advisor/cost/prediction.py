@@ -30,7 +30,9 @@ class PlanDoc(_Doc):
 
 
 class PerGpu(_Doc):
-    """Memory of one GPU (bytes): weights + KV room + activations + overhead = budget <= capacity."""
+    """Memory of one GPU (bytes): weights + KV room + activations + overhead = budget <= capacity, where
+    overhead = non-torch + CUDA-graph estimate and activations = the start-up profile's peak (the larger of the
+    forward and the sampler warm-up, plus kept workspaces); `cost/budget.py` has each term's formula."""
 
     weights_bytes: int
     kv_cache_bytes: int
@@ -38,6 +40,29 @@ class PerGpu(_Doc):
     overhead_bytes: int
     capacity_bytes: int
     budget_bytes: int
+    sampler_bytes: int
+    forward_bytes: int
+    persistent_bytes: int
+    non_torch_bytes: int
+    cudagraph_bytes: int
+    pre_snapshot_bytes: int  # CUDA context + NCCL init, outside vLLM's budget
+
+
+class StartupLog(_Doc):
+    """The start-up log's memory lines for one GPU, as the engine prints them (vLLM `gpu_model_runner.py`
+    "Model loading took", `gpu_worker.py` "Available KV cache memory", `kv_cache_utils.py` "GPU KV cache size"
+    and "Maximum concurrency"); `lines` is the text."""
+
+    engine: str
+    engine_version: str
+    model_loading_gib: float
+    available_kv_cache_gib: float
+    gpu_kv_cache_tokens: int
+    max_concurrency: float
+    tokens_per_request: int
+    block_size: int
+    num_blocks: int
+    lines: list[str]
 
 
 class Workload(_Doc):
@@ -71,6 +96,7 @@ class FitResult(_Doc):
     kv_cache_dtype: str | None
     kv_bytes_per_token_per_gpu: float | None
     weight_dtype: str
+    startup_log: StartupLog | None = None
 
 
 class Prediction(FitResult):

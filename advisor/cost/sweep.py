@@ -11,9 +11,18 @@ import numpy as np
 from advisor.arch.model import ModelArch, WeightGroup
 from advisor.cost.collectives import Collective, allreduce_summary, step_collectives
 from advisor.cost.features import Features, plan_features
-from advisor.cost.memory import MemoryFit, memory_fit
+from advisor.cost.memory import MemoryFit, memory_fit, startup_lines
 from advisor.cost.plan import Plan, candidate_plans, invalid_reason
-from advisor.cost.prediction import BREAKDOWN, CollectiveDoc, FitResult, PerGpu, PlanDoc, Prediction, Workload
+from advisor.cost.prediction import (
+    BREAKDOWN,
+    CollectiveDoc,
+    FitResult,
+    PerGpu,
+    PlanDoc,
+    Prediction,
+    StartupLog,
+    Workload,
+)
 from advisor.cost.terms import Terms
 from advisor.cost.timing import comm_fn, serve
 from advisor.cost.weights import requantize
@@ -73,18 +82,28 @@ def fit_result(case: Case, hw: HardwareProfile) -> FitResult:
 
 def _fit_fields(case: Case, hw: HardwareProfile) -> dict[str, Any]:
     mem = case.memory
-    per_gpu = None
+    per_gpu = log = None
     if mem is not None:
+        b = mem.budget
         per_gpu = PerGpu(weights_bytes=round(mem.weights_bytes), kv_cache_bytes=round(max(mem.kv_cache_bytes, 0)),
                          activation_bytes=round(mem.activation_bytes), overhead_bytes=round(mem.overhead_bytes),
-                         capacity_bytes=round(mem.capacity_bytes), budget_bytes=round(mem.budget_bytes))
+                         capacity_bytes=round(mem.capacity_bytes), budget_bytes=round(mem.budget_bytes),
+                         sampler_bytes=round(b.sampler), forward_bytes=round(b.forward),
+                         persistent_bytes=round(b.persistent), non_torch_bytes=round(b.non_torch),
+                         cudagraph_bytes=round(b.cudagraph), pre_snapshot_bytes=round(b.pre_snapshot))
+        log = StartupLog(engine=mem.engine, engine_version=mem.engine_version,
+                         model_loading_gib=round(mem.weights_bytes / 2**30, 2),
+                         available_kv_cache_gib=round(mem.available_kv_bytes / 2**30, 2),
+                         gpu_kv_cache_tokens=mem.gpu_kv_cache_tokens, max_concurrency=round(mem.concurrency, 2),
+                         tokens_per_request=mem.max_model_len, block_size=mem.block_size, num_blocks=mem.num_blocks,
+                         lines=startup_lines(mem))
     return {"model": case.arch.model, "source": case.source, "hardware": hw.id, "plan": PlanDoc.of(case.plan),
             "fits": case.runs, "reason": case.reason, "per_gpu": per_gpu,
             "kv_cache_tokens": mem.kv_cache_tokens if mem and case.runs else 0,
             "max_concurrency": mem.max_concurrency if mem and case.runs else 0,
             "max_model_len": mem.max_model_len if mem else None, "kv_cache_dtype": mem.kv_dtype if mem else None,
             "kv_bytes_per_token_per_gpu": mem.kv_bytes_per_token if mem else None,
-            "weight_dtype": case.arch.weight_dtype}
+            "weight_dtype": case.arch.weight_dtype, "startup_log": log}
 
 
 def not_running(case: Case, hw: HardwareProfile, workload: Workload, calibrated: dict[str, Any]) -> Prediction:

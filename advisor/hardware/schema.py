@@ -47,6 +47,10 @@ class GpuSpec(_Frozen):
     sm: str | None = None
     memory_bytes: PositiveInt
     memory_bytes_source: str = Source
+    # What CUDA reports as the device's total (`cudaMemGetInfo`, torch `mem_get_info`): vLLM's budget is this
+    # times gpu_memory_utilization. None: not known, `memory_bytes` is used.
+    cuda_total_bytes: PositiveInt | None = None
+    cuda_total_bytes_source: str | None = None
     mem_bw_bytes_per_s: PositiveFloat
     mem_bw_bytes_per_s_source: str = Source
     mem_bw_alternatives: list[AltBandwidth] = []
@@ -67,6 +71,8 @@ class GpuSpec(_Frozen):
                 self, f"{fmt}_dense_flops_per_s_source"
             ):
                 raise ValueError(f"{fmt}_dense_flops_per_s_source: missing (every number needs a source)")
+        if self.cuda_total_bytes is not None and not self.cuda_total_bytes_source:
+            raise ValueError("cuda_total_bytes_source: missing (every number needs a source)")
         if self.mem_bw_alternatives and not self.mem_bw_choice:
             raise ValueError("mem_bw_choice: required when mem_bw_alternatives lists conflicting values")
         return self

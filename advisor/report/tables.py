@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from advisor.decide.choose import Ranking
 
 
+LOG_LINES_MAX = 8  # plans whose start-up log lines `fit_table` prints
+
+
 def inspect_table(docs: list[dict[str, Any]]) -> None:
     table = Table(title="Model architectures", show_lines=False)
     for col in ("model", "attention", "layers", "experts", "total", "active", "weights", "KV/token", "source"):
@@ -37,15 +40,31 @@ def inspect_table(docs: list[dict[str, Any]]) -> None:
 
 
 def fit_table(docs: list[FitResult], hw: HardwareProfile) -> None:
-    table = Table(title=f"Memory fit on {hw.name}")
-    for col in ("model", "plan", "fits", "weights/GPU", "KV room/GPU", "KV tokens", "max seqs", "why not"):
+    """The fit per plan, then each running plan's start-up log lines per GPU (when few plans are shown)."""
+    log = next((d.startup_log for d in docs if d.startup_log), None)
+    engine = f" ({log.engine} {log.engine_version} accounting)" if log else ""
+    table = Table(title=f"Memory fit on {hw.name}{engine}")
+    for col in ("model", "plan", "fits", "weights/GPU", "act+other/GPU", "KV room/GPU", "KV tokens", "max seqs",
+                "why not"):
         table.add_column(col, overflow="fold")
     for d in docs:
         pg = d.per_gpu
+        other = pg.activation_bytes + pg.overhead_bytes if pg else 0
         table.add_row(d.model, d.plan.label, "yes" if d.fits else "no", gib(pg.weights_bytes if pg else 0),
-                      gib(pg.kv_cache_bytes if pg else 0), f"{d.kv_cache_tokens:,}",
+                      gib(other), gib(pg.kv_cache_bytes if pg else 0), f"{d.kv_cache_tokens:,}",
                       f"{d.max_concurrency:,} x {d.max_model_len}", d.reason or "")
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    shown = [d for d in docs if d.fits and d.startup_log]
+    if len(shown) > LOG_LINES_MAX:
+        console.print(f"(start-up log lines: pass a MODEL and --tp for them; {len(shown)} plans run)")
+        return
+    for d in shown:
+        assert d.startup_log is not None
+        console.print(f"[bold]{d.model} {d.plan.label}[/bold], per GPU, as {d.startup_log.engine} "
+                      f"{d.startup_log.engine_version} would log it:")
+        for line in d.startup_log.lines:
+            console.print(f"  {line}", highlight=False)
 
 
 def predict_panel(d: Prediction) -> None:
