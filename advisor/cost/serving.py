@@ -1,0 +1,122 @@
+"""Steady-state serving of `concurrency` closed-loop users: how many requests run, what the engine's
+scheduler puts in a step, and TTFT, TPOT and throughput from the step time.
+
+Schedulers (per engine, `scheduler()`):
+- vLLM V1 (`vllm/v1/core/sched/scheduler.py: Scheduler.schedule`): one token budget per step
+  (`max_num_batched_tokens`); running requests first (one decode token each, or their next prefill chunk),
+  then waiting requests FCFS; decode tokens and prefill chunks share the step (chunked prefill).
+- TensorRT-LLM (`tensorrt_llm/_torch/pyexecutor/scheduler.py`, `max_num_tokens` 8192, chunked prefill off
+  by default): decodes plus whole prompts that fit the budget in one step.
+- SGLang (`python/sglang/srt/managers/scheduler.py: get_next_batch_to_run`): prefill first; a step is
+  either a prefill batch (chunks of `chunked_prefill_size`) or a decode batch, never both.
+
+Steady state (arrivals staggered): with r requests running per DP rank, each lifetime of L steps holds
+O - 1 decode tokens and I prompt tokens, so a mixed step carries d = r (O - 1) / L decode and
+p = r I / L prefill tokens (p capped by the budget left after the decodes). A new prompt waits for the
+prefill work ahead of it: an M/D/1 queue on the spare budget, utilisation u = p / (B - d), service
+S = I / (B - d) steps, mean wait u S / (2 (1 - u)). KV is paged: a running request occupies its prompt
+plus the tokens generated so far, I + O/2 on average; users beyond what fits wait in the queue, and in a
+closed loop (Little's law) each waits (users / running - 1) lifetimes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.cost.features import Features
+from advisor.cost.terms import Terms
+
+# step(decode tokens, their mean context, prefill tokens, their mean context, sampled rows) -> breakdown
+StepFn = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], dict[str, np.ndarray]]
+FIXED_POINT_ROUNDS = 4  # steps per lifetime <-> prefill wait: converges in 3-4 rounds (checked in tests)
+MAX_UTILISATION = 0.95  # the M/D/1 wait diverges at 1; beyond this the budget is saturated anyway
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """What an engine puts in one step: `budget` tokens, decodes mixed with prefill or not."""
+
+    mixed: bool
+    budget: float
+
+
+def scheduler(engine: str, budget: float) -> Scheduler:
+    """SGLang runs prefill and decode in separate steps; vLLM V1 and TensorRT-LLM mix them."""
+    return Scheduler(mixed=engine != "sglang", budget=float(budget))
+
+
+def kv_capacity(F: Features, occupied_tokens: np.ndarray) -> np.ndarray:
+    """Requests of `occupied_tokens` one DP rank's KV room holds (paged: blocks as tokens arrive), capped by
+    max_num_seqs. KV features cover all PP stages; one GPU holds its stage's share."""
+    win = np.minimum(occupied_tokens, np.where(F.window > 0, F.window, occupied_tokens))
+    per_seq = (F.kv_full * occupied_tokens + F.kv_win * win + F.state_bytes) / F.pp
+    return np.minimum(np.floor(F.kv_room / np.maximum(per_seq, 1e-9)), F.num_seqs)
+
+
+def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency: np.ndarray,
+          input_len: np.ndarray, output_len: np.ndarray) -> dict[str, np.ndarray]:
+    """TTFT, TPOT, tok/s for `concurrency` closed-loop users with fixed lengths (arrays broadcast to
+    [P, C, L]); also the running requests, the step breakdown and the prefill share of a step."""
+    users = np.ceil(concurrency / F.dp)
+    running = np.maximum(np.minimum(users, kv_capacity(F, input_len + output_len / 2)), 1.0)
+    decodes = np.maximum(output_len - 1, 0)
+    ctx_dec = input_len + output_len / 2
+    if sched.mixed:
+        t, tpot, ttft_run, parts, pre_share = _mixed(step, sched, running, input_len, decodes, ctx_dec)
+    else:
+        t, tpot, ttft_run, parts, pre_share = _separate(step, sched, running, input_len, decodes, ctx_dec)
+    ttft_run = ttft_run + terms.request_overhead_us * 1e-6
+    lifetime = ttft_run + decodes * tpot
+    queued = np.maximum(users / running - 1, 0)
+    active = np.minimum(concurrency, F.dp * running)  # idle DP ranks run dummy forwards, serve no one
+    shape = np.broadcast_shapes(np.shape(tpot), np.shape(ttft_run), np.shape(active))
+    return {"ttft_s": np.broadcast_to(ttft_run + queued * lifetime, shape),
+            "tpot_s": np.broadcast_to(tpot, shape),
+            "output_tok_s": np.broadcast_to(active * output_len / lifetime, shape),
+            "per_user_tok_s": np.broadcast_to(1 / tpot, shape), "running": np.broadcast_to(active, shape),
+            "prefill_interference_s": np.broadcast_to(tpot - t, shape),
+            "prefill_share": np.broadcast_to(pre_share, shape),
+            **{f"step_{k}": np.broadcast_to(v, shape) for k, v in parts.items()}}
+
+
+def _mixed(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.ndarray, decodes: np.ndarray,
+           ctx_dec: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Decodes and prefill chunks in one step: the step is the average mixed step (TPOT), a prompt waits
+    for the prefill work ahead of it and is served over S = I / (B - d) steps."""
+    lifetime_steps = decodes + 1.0
+    for _ in range(FIXED_POINT_ROUNDS):
+        d = running * decodes / lifetime_steps
+        spare = np.maximum(sched.budget - d, 1.0)
+        p = np.minimum(running * input_len / lifetime_steps, spare)
+        service = input_len / spare
+        u = np.minimum(p / spare, MAX_UTILISATION)
+        wait = u * service / (2 * (1 - u))
+        to_first = wait + np.maximum(service, 1.0)
+        lifetime_steps = decodes + to_first
+    parts = step(d, ctx_dec, p, input_len / 2, d + p / input_len)
+    # the step's prefill share (not its own decode work) is the interference the decodes see
+    alone = step(d, ctx_dec, 0 * p, input_len / 2, d)["total"]
+    t = parts["total"]
+    ttft = (to_first + 0.5) * t  # admitted at the next step boundary, first token at the end of its last chunk
+    return alone, t, ttft, parts, p / np.maximum(p + d, 1e-9)
+
+
+def _separate(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.ndarray, decodes: np.ndarray,
+              ctx_dec: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Prefill-first: other requests' prefill steps pause the decodes; a prompt waits for the prefills
+    ahead of it (M/D/1 on the prefill steps)."""
+    zero = 0 * running
+    parts = step(running, ctx_dec, zero, input_len / 2, running)
+    t_dec = parts["total"]
+    chunk = np.minimum(input_len, sched.budget)
+    t_pre = np.ceil(input_len / sched.budget) * step(zero, ctx_dec, chunk, input_len / 2, 1 + zero)["total"]
+    decode_s = decodes * t_dec
+    rho = (running - 1) * t_pre / (t_pre + decode_s)
+    tpot = t_dec * (1 + rho)
+    lifetime = t_pre + decodes * tpot
+    u = np.minimum(running * t_pre / lifetime, MAX_UTILISATION)
+    ttft = t_pre + u * t_pre / (2 * (1 - u)) + t_dec / 2
+    return t_dec, tpot, ttft, parts, rho / (1 + rho)
