@@ -57,7 +57,9 @@ def make_case(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settin
     n = node_gpus(hw, gpus)
     weights = requantize(arch, settings.weight_dtype)
     invalid = invalid_reason(arch, plan, n, weights)
-    mem = memory_fit(arch, plan, hw, settings, weights) if plan.gpus <= n else None
+    # memory of a plan the engine cannot even form (EP other than TP x DP) is undefined: reason only
+    formable = plan.ep in (1, plan.tp * plan.dp)
+    mem = memory_fit(arch, plan, hw, settings, weights) if plan.gpus <= n and formable else None
     return Case(arch=arch, plan=plan, weights=weights, invalid=invalid, memory=mem, source=source)
 
 

@@ -1,0 +1,158 @@
+"""Issue #11: a CLI a new user cannot break. Usage errors keep click's message and exit 2; bad input is one line
+and exit 2; a plan the engine cannot run is a result with its reason; Ctrl-C exits 130."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+from conftest import BENCH, REPO, Run, assert_one_line
+
+MINIMAX, KIMI = "MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5"
+
+
+# --- item 2: EP other than TP x DP is refused with vLLM's reason, never a ZeroDivisionError -------------------
+
+
+@pytest.mark.parametrize(("args", "ep", "tp_dp"), [
+    (("fit", KIMI, "--ep", "8"), 8, 1),
+    (("predict", MINIMAX, "--ep", "8"), 8, 1),
+    (("predict", MINIMAX, "--tp", "2", "--ep", "8"), 8, 2),
+    (("predict", MINIMAX, "--tp", "8", "--ep", "4"), 4, 8),
+])
+def test_ep_other_than_tp_x_dp_is_a_result_with_the_reason(advisor, args: tuple[str, ...], ep: int,
+                                                            tp_dp: int) -> None:
+    r = advisor(*args, "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    d = doc[0] if isinstance(doc, list) else doc
+    assert d["fits"] is False and d["plan"]["ep"] == ep
+    assert f"EP{ep} is not TP x DP = {tp_dp}" in d["reason"] and "FusedMoEParallelConfig.make" in d["reason"]
+    assert d.get("tpot_ms") is None
+    human = advisor(*args)
+    assert human.code == 0 and f"EP{ep} is not TP x DP" in human.out
+
+
+# --- item 3: usage errors are click's, exit 2; -h and --version work; typer is pinned ----------------------
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (("rank", "--foo"), "No such option: --foo"),
+    (("predict",), "Missing argument"),
+    (("rank", "--concurrency", "abc"), "Invalid value for '--concurrency'"),
+    (("predict", MINIMAX, "--tp", "0"), "Invalid value for '--tp'"),
+    (("frobnicate",), "No such command 'frobnicate'"),
+])
+def test_usage_errors_keep_clicks_message_and_exit_2(advisor, args: tuple[str, ...], says: str) -> None:
+    r = advisor(*args)
+    assert r.code == 2, (r.out, r.err)
+    assert "internal error" not in r.err and "Traceback" not in r.err
+    assert r.err.startswith("Usage: advisor") and says in r.err, r.err
+
+
+@pytest.mark.parametrize("args", [(), ("hw",)])
+def test_bare_command_groups_show_usage_and_exit_2(advisor, args: tuple[str, ...]) -> None:
+    r = advisor(*args)
+    assert r.code == 2 and "Usage: advisor" in r.out + r.err and "internal error" not in r.err
+
+
+def test_help_and_version(advisor) -> None:
+    for flag in ("-h", "--help"):
+        r = advisor(flag)
+        assert r.code == 0 and "Usage: advisor" in r.out and "rank" in r.out
+    r = advisor("rank", "-h")
+    assert r.code == 0 and "--objective" in r.out
+    from advisor import __version__
+
+    r = advisor("--version")
+    assert r.code == 0 and r.out.strip() == f"advisor {__version__}"
+
+
+def test_typer_is_pinned_to_the_tested_range() -> None:
+    import typer
+
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    (spec,) = [d for d in deps if d.startswith("typer")]
+    bounds = dict(re.findall(r"(>=|<)([\d.]+)", spec))
+    version = tuple(int(x) for x in typer.__version__.split(".")[:2])
+    assert set(bounds) == {">=", "<"}, spec
+    assert tuple(int(x) for x in bounds[">="].split(".")) <= version < tuple(int(x) for x in bounds["<"].split("."))
+
+
+# --- item 4: Ctrl-C exits 130 and leaves the old file ---------------------------------------------------------
+
+
+def _interrupt(args: list[str], tmp_path: Path, after_s: float) -> subprocess.CompletedProcess[str]:
+    env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "PATH": "/usr/bin:/bin",
+           "PYTHONPATH": str(REPO)}
+    p = subprocess.Popen([sys.executable, "-m", "advisor.cli", *args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    time.sleep(after_s)
+    assert p.poll() is None, "the command ended before it could be interrupted: give it more work"
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    return subprocess.CompletedProcess(args, p.returncode, out, err)
+
+
+def _many_rows(tmp_path: Path, copies: int) -> Path:
+    """silicon_dev.csv repeated with varied concurrency: enough rows that a command takes seconds."""
+    lines = (BENCH / "silicon_dev.csv").read_text().splitlines()
+    head, body = lines[0], lines[1:]
+    conc = head.split(",").index("concurrency")
+    out = [head]
+    for k in range(copies):
+        for ln in body:
+            cells = ln.split(",")
+            if cells[conc].isdigit():
+                cells[conc] = str(int(cells[conc]) + k)
+            out.append(",".join(cells))
+    f = tmp_path / "many.csv"
+    f.write_text("\n".join(out) + "\n")
+    return f
+
+
+def test_ctrl_c_during_calibrate_exits_130_and_keeps_the_old_file(tmp_path: Path) -> None:
+    rows = _many_rows(tmp_path, 6)
+    old = tmp_path / "x.json"
+    old.write_text("old calibration\n")
+    r = _interrupt(["calibrate", str(rows), "--hw", "b200-sxm", "--engine", "sglang", "-o", str(old)], tmp_path,
+                   2.5)
+    assert r.returncode == 130, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr
+    assert old.read_text() == "old calibration\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".x.json")] == []  # no temp file left
+
+
+def test_ctrl_c_during_check_exits_130(tmp_path: Path) -> None:
+    rows = _many_rows(tmp_path, 40)
+    r = _interrupt(["check", str(rows)], tmp_path, 2.5)
+    assert r.returncode == 130 and "Traceback" not in r.stderr, (r.returncode, r.stderr)
+
+
+# --- item 5: a 600-character model id is one line ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("ref", ["a" * 600, "org/" + "b" * 600, "/tmp/" + "c" * 600])
+def test_very_long_model_reference_is_one_line(advisor, ref: str) -> None:
+    assert_one_line(advisor("inspect", ref), f"{len(ref)} characters")
+
+
+# --- item 6: a max model length beyond the model's maximum is refused everywhere ------------------------------
+
+
+@pytest.mark.parametrize("command", ["rank", "fit", "predict"])
+def test_max_model_len_beyond_the_model_is_refused(advisor, command: str) -> None:
+    r = advisor(command, MINIMAX, "--max-model-len", "1000000")
+    assert_one_line(r, "--max-model-len", "1000000", "196608")
+
+
+def _one(r: Run) -> dict:
+    assert r.code == 0, r.err
+    return json.loads(r.out)
