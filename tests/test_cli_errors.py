@@ -156,3 +156,29 @@ def test_max_model_len_beyond_the_model_is_refused(advisor, command: str) -> Non
 def _one(r: Run) -> dict:
     assert r.code == 0, r.err
     return json.loads(r.out)
+
+
+# --- item 18: an unknown model is "not found" with the same exit code everywhere ------------------------------
+
+UNKNOWN = "no-such-org/no-such-model"
+
+
+@pytest.mark.parametrize("command", ["inspect", "fit", "rank", "predict"])
+def test_only_unknown_models_exit_2_not_found(advisor, command: str) -> None:
+    assert_one_line(advisor(command, UNKNOWN), UNKNOWN, "not found")
+
+
+@pytest.mark.parametrize("command", ["inspect", "fit", "rank"])
+def test_an_unknown_model_beside_known_ones_is_not_found_and_exit_0(advisor, command: str) -> None:
+    r = advisor(command, UNKNOWN, MINIMAX, "--json")
+    assert r.code == 0, r.err
+    docs = json.loads(r.out)
+    assert MINIMAX in {d["model"] for d in docs}
+    said = [d for d in docs if d["model"] == UNKNOWN]
+    if command == "rank":  # the ranking lists it, not found (not "does not run")
+        assert len(said) == 1 and said[0]["found"] is False and said[0]["reason"].startswith("not found:")
+        human = advisor(command, UNKNOWN, MINIMAX)
+        row = next(ln for ln in human.out.splitlines() if UNKNOWN in ln)
+        assert "not found" in row and "does not run" not in human.out
+    else:
+        assert said == [] and f"advisor: {UNKNOWN}: not found:" in r.err

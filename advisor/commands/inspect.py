@@ -13,10 +13,10 @@ if TYPE_CHECKING:
 
 def inspect(models: opt.Models = None, json_out: opt.Json = False) -> None:
     """Read config.json into the normalized architecture: layers, attention, experts, params, bytes."""
-    from advisor import catalog
-    from advisor.resolve import resolve
+    from advisor.commands.models import resolve_models
 
-    docs = [inspect_doc(resolve(ref)) for ref in models or catalog.ids()]
+    found, _ = resolve_models(models)
+    docs = [inspect_doc(r) for r in found]
     from advisor.report.tables import inspect_table
 
     emit(docs, json_out, inspect_table)

@@ -80,12 +80,13 @@ def rank(
 def _candidates(models: list[str] | None, q: Query, max_model_len: int | None
                 ) -> tuple[list[Resolved], list[Unranked]]:
     """Models that resolve and whose context holds the request; the others with the reason."""
-    from advisor import catalog
+    from advisor.commands.models import problem, resolve_models
     from advisor.decide.choose import Unranked
-    from advisor.resolve import resolve_all
+    from advisor.errors import NotFound
 
-    resolved, missing = resolve_all(models or catalog.ids())
-    unknown = [Unranked(model=ref, reason=why) for ref, why in missing.items()]
+    resolved, missing = resolve_models(models, warn=False)  # reported in the ranking itself
+    unknown = [Unranked(model=ref, found=not isinstance(err, NotFound), reason=problem(ref, err).removeprefix(f"{ref}: "))
+               for ref, err in missing.items()]
     good = []
     for r in resolved:
         try:

@@ -38,6 +38,7 @@ class Unranked(BaseModel):
 
     model: str
     source: str | None = None
+    found: bool = True  # False: no source holds the model (the reason says "not found")
     fits: bool = False
     reason: str
     rank: None = None

@@ -84,7 +84,7 @@ def rank_table(ranking: Ranking, hw: HardwareProfile) -> None:
                       _count(d.kv_cache_tokens), str(d.collectives_per_step),
                       f"{(d.allreduce_bytes_per_token or 0) / 1e6:.2f}", d.bottleneck)
     for u in tail:
-        table.add_row("-", u.model, "-", "-", "-", "-", "-", "-", "-", "-", "does not run")
+        table.add_row("-", u.model, "-", "-", "-", "-", "-", "-", "-", "-", "does not run" if u.found else "not found")
     console.print(table)
     for d in rows:
         console.print(f"[bold]{d.rank}. {d.model}[/bold]: {d.why}")
