@@ -18,10 +18,10 @@ def predict(model: opt.Model, hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus = None
     import numpy as np
 
     from advisor.calibrate.store import terms_for
+    from advisor.commands.models import resolve_models
     from advisor.cost.plan import Plan
     from advisor.cost.prediction import Workload
     from advisor.cost.sweep import evaluate, make_case, not_running
-    from advisor.commands.models import resolve_models
     from advisor.report.tables import predict_panel
 
     profile = opt.hardware(hw, gpus)

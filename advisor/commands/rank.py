@@ -85,8 +85,8 @@ def _candidates(models: list[str] | None, q: Query, max_model_len: int | None
     from advisor.errors import NotFound
 
     resolved, missing = resolve_models(models, warn=False)  # reported in the ranking itself
-    unknown = [Unranked(model=ref, found=not isinstance(err, NotFound), reason=problem(ref, err).removeprefix(f"{ref}: "))
-               for ref, err in missing.items()]
+    unknown = [Unranked(model=ref, found=not isinstance(err, NotFound),
+                        reason=problem(ref, err).removeprefix(f"{ref}: ")) for ref, err in missing.items()]
     good = []
     for r in resolved:
         try:
