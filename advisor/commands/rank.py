@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 CSV_COLUMNS = ("rank", "model", "plan", "fits", "score", "ttft_ms", "tpot_ms", "per_user_tok_s", "output_tok_s",
                "collectives_per_step", "allreduce_bytes_per_token", "kv_cache_tokens", "bottleneck", "reason",
-               "command", "why")
+               "command", "command_notes", "why")
 
 
 def rank(
@@ -120,4 +120,5 @@ def _csv(ranking: Ranking) -> None:
     for d in [*ranking.rows, *ranking.unranked]:
         row = d.model_dump(mode="json")
         plan = row.get("plan")
-        w.writerow({**row, "plan": plan["label"] if plan else ""})
+        notes = " | ".join(row.get("command_notes", []))
+        w.writerow({**row, "plan": plan["label"] if plan else "", "command_notes": notes})

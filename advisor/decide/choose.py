@@ -13,7 +13,7 @@ from advisor.cost.prediction import Prediction
 from advisor.cost.sweep import Case, Sweep, all_cases, evaluate
 from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
-from advisor.decide.command import serve_command
+from advisor.decide.command import Serving, serve_command
 from advisor.decide.explain import plan_constraints, unfit_reason, why
 from advisor.decide.query import Query
 from advisor.hardware import HardwareProfile
@@ -28,6 +28,8 @@ class RankedPlan(Prediction):
     objective: str
     constraints: list[str]
     command: str
+    command_notes: list[str]  # what the command needs beyond itself (a pre-quantized checkpoint) and how the GPU
+    # runs the weight format
     why: str
 
 
@@ -110,13 +112,24 @@ def _scores(sweep: Sweep, grid: np.ndarray, q: Query) -> tuple[np.ndarray, np.nd
     return good.max(axis=1), good.argmax(axis=1)
 
 
+def _only_experts_converted(case: Case, settings: Settings) -> bool:
+    """Whether --weight-dtype changes the routed experts' format and no other group's (what SGLang's
+    nvfp4_online does)."""
+    before = {w.name: w.fmt for w in case.arch.weights}
+    changed = {w.name for w in case.weights if before.get(w.name) != w.fmt}
+    return settings.weight_dtype is not None and changed <= {"routed_experts"}
+
+
 def _row(sweep: Sweep, i: int, concurrency: int, cases: list[Case], settings: Settings, q: Query,
          score: float) -> RankedPlan:
     case = sweep.cases[i]
     pred = sweep.at(i, concurrency)
     mem = case.memory
     assert mem is not None
-    command = serve_command(case.arch.model, case.plan, sweep.hw, settings, mem.max_model_len, mem.kv_dtype,
-                            case.arch.kv_dtype)
+    serving = Serving(model=case.arch.model, plan=case.plan, max_model_len=mem.max_model_len, kv_dtype=mem.kv_dtype,
+                      checkpoint_dtype=case.arch.weight_dtype, remote_code=case.arch.remote_code,
+                      moe=case.arch.moe is not None, moe_only_groups=_only_experts_converted(case, settings))
+    cmd = serve_command(serving, sweep.hw, settings)
     return RankedPlan(**dict(pred), rank=0, score=score, objective=q.objective,
-                      constraints=plan_constraints(case, cases, sweep.hw), command=command, why=why(pred, case))
+                      constraints=plan_constraints(case, cases, sweep.hw), command=cmd.command,
+                      command_notes=list(cmd.notes), why=why(pred, case))

@@ -91,6 +91,8 @@ def rank_table(ranking: Ranking, hw: HardwareProfile) -> None:
         for note in d.constraints:
             console.print(f"   - {note}")
         console.print(f"   run: {d.command}")
+        for note in d.command_notes:
+            console.print(f"   note: {note}")
     for u in tail:
         console.print(f"[bold]-  {u.model}[/bold]: {u.reason}")
     if len(rows) > 1:
