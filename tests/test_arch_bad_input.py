@@ -121,13 +121,16 @@ def test_moe_without_top_k(configs_dir: Path) -> None:
 
 
 def test_remote_code_fields_are_ignored(configs_dir: Path, tmp_path: Path) -> None:
-    """auto_map / trust_remote_code are read like any unknown field: nothing is imported or executed."""
+    """auto_map / trust_remote_code change nothing in the architecture and nothing is imported or executed; that
+    the config declares auto_map is recorded (the serve command then passes --trust-remote-code)."""
     marker = tmp_path / "executed"
     (tmp_path / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
     data = _llama(configs_dir, auto_map={"AutoConfig": "evil.Config", "AutoModelForCausalLM": "evil.Model"},
                   trust_remote_code=True)
     plain = read_config(_llama(configs_dir), name="llama")
-    assert read_config(data, name="llama") == plain
+    declared = read_config(data, name="llama")
+    assert declared.remote_code is True and plain.remote_code is False
+    assert declared.model_copy(update={"remote_code": False}) == plain
     assert not marker.exists()
 
 

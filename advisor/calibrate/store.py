@@ -70,8 +70,9 @@ def terms_for(hw: HardwareProfile, engine: str, path: str | None = None) -> tupl
     donor = _nearest(hw, engine)
     if donor is not None:
         cal = read_calibration(shipped_path(donor, engine))
-        return cal.terms, _doc(cal, f"borrowed from {donor} (nearest calibrated profile: same GPU generation "
-                                    f"or interconnect class; no measurements for {hw.id})")
+        doc = _doc(cal, f"borrowed from {donor} (nearest calibrated profile: same GPU generation "
+                        f"or interconnect class; no measurements for {hw.id})")
+        return cal.terms, {**doc, "borrowed_from": donor, "for_hardware": hw.id}
     return Terms(), {"how": "none: priors (no calibration for this hardware and engine)", "rows": 0}
 
 

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from advisor.hardware import HardwareProfile
-from advisor.report.units import billions, gb, gib, kib
+from advisor.report.units import billions, gb, gib, kib, plural
 
 if TYPE_CHECKING:
     from advisor.cost.prediction import FitResult, Prediction
@@ -55,9 +55,11 @@ def predict_panel(d: Prediction) -> None:
         console.print(f"{head}: does not run: {d.reason}")
         return
     w = d.workload
-    console.print(f"[bold]{head}[/bold], {w.concurrency} users, {w.input_len} in / {w.output_len} out")
-    console.print(f"  TTFT {d.ttft_ms:,.0f} ms   TPOT {d.tpot_ms:.1f} ms   {d.per_user_tok_s:.0f} tok/s per "
-                  f"user   {d.output_tok_s:,.0f} tok/s total ({d.running_sequences} running)")
+    console.print(f"[bold]{head}[/bold], {plural(w.concurrency, 'user')}, {w.input_len:,} in / {w.output_len:,} out")
+    console.print(f"  TTFT {d.ttft_ms:,.0f} ms   TPOT {d.tpot_ms:,.1f} ms   {d.per_user_tok_s:,.0f} tok/s per "
+                  f"user while decoding   {d.output_tok_s:,.0f} tok/s total ({d.running_sequences:,} running)")
+    if d.queueing:
+        console.print(f"  queueing: {d.queueing}")
     console.print("  decode step: " + ", ".join(f"{k} {v:.2f} ms" for k, v in d.breakdown_ms.items())
                   + f"  -> bound by {d.bottleneck}")
     console.print(f"  {d.collectives_per_step} collectives per step ({d.allreduces_per_step} allreduces), "
@@ -70,8 +72,6 @@ def predict_panel(d: Prediction) -> None:
 
 
 def rank_table(ranking: Ranking, hw: HardwareProfile) -> None:
-    from advisor.decide.explain import compare
-
     q, rows, tail = ranking.query, ranking.rows, ranking.unranked
     console = Console()
     table = Table(title=f"Ranked by {q.describe()} on {hw.name} ({q.input_len} in / {q.output_len} out)")
@@ -90,23 +90,31 @@ def rank_table(ranking: Ranking, hw: HardwareProfile) -> None:
         console.print(f"[bold]{d.rank}. {d.model}[/bold]: {d.why}")
         for note in d.constraints:
             console.print(f"   - {note}")
-        console.print(f"   run: {d.command}")
-        for note in d.command_notes:
-            console.print(f"   note: {note}")
+        if d.meets or d is rows[0]:
+            console.print(f"   run{'' if d.meets else ' (closest, misses the limits)'}: {d.command}")
+            for note in d.command_notes:
+                console.print(f"   note: {note}")
     for u in tail:
         console.print(f"[bold]-  {u.model}[/bold]: {u.reason}")
-    if len(rows) > 1:
-        console.print(compare(rows[0], rows[1], rows[0].score, rows[1].score, q.objective))
+    for line in (ranking.verdict, ranking.comparison):
+        if line:
+            console.print(line)
     console.print(f"calibrated: {calibration_line(rows[0].calibrated)}")
 
 
 def calibration_line(cal: dict[str, Any]) -> str:
-    """Where the efficiency terms came from, in one line."""
+    """Where the efficiency terms came from, in one line; a borrowed calibration's error is the donor's."""
     if not cal.get("rows"):
         return str(cal["how"])
     cv = cal.get("cv", {}).get("tpot_ms") or cal.get("cv", {}).get("output_tok_s") or {}
-    err = f", held-out median error {cv['median_abs_pct']:.0f}%" if cv.get("median_abs_pct") is not None else ""
-    return f"{cal['how']} ({cal['hardware']}/{cal['engine']}, fitted on {cal['rows']} measured rows{err})"
+    pct = cv.get("median_abs_pct")
+    donor = cal.get("borrowed_from")
+    if donor:
+        err = f"; its held-out median error ({pct:.0f}%) is {donor}'s, not this box's" if pct is not None else ""
+        return (f"borrowed from {donor}: no measurements for {cal.get('for_hardware', 'this box')}; "
+                f"{cal['engine']} terms fitted on {plural(cal['rows'], 'row')} measured on {donor}{err}")
+    err = f", held-out median error {pct:.0f}%" if pct is not None else ""
+    return f"{cal['how']} ({cal['hardware']}/{cal['engine']}, fitted on {plural(cal['rows'], 'measured row')}{err})"
 
 
 def _count(n: float) -> str:

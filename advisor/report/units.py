@@ -17,3 +17,8 @@ def gb(nbytes: float) -> str:
 
 def kib(nbytes: float) -> str:
     return f"{nbytes / 1024:,.1f} KiB"
+
+
+def plural(n: int, word: str) -> str:
+    """`1 GPU`, `8 GPUs`, `1,024 users`."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
