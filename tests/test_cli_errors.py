@@ -182,3 +182,14 @@ def test_an_unknown_model_beside_known_ones_is_not_found_and_exit_0(advisor, com
         assert "not found" in row and "does not run" not in human.out
     else:
         assert said == [] and f"advisor: {UNKNOWN}: not found:" in r.err
+
+
+# --- item 20 (part): layer counts add up ---------------------------------------------------------------------
+
+
+def test_nemotron_layer_kinds_add_up(advisor) -> None:
+    (d,) = _one(advisor("inspect", "nvidia/Nemotron-H-56B-Base-8K", "--json"))
+    mixers = sum(v for k, v in d["layer_kinds"].items() if not k.endswith("_mlp"))
+    assert d["num_layers"] == 118 and d["mlp_only_layers"] == 54 and mixers + 54 == 118
+    out = advisor("inspect", "nvidia/Nemotron-H-56B-Base-8K").out
+    assert "118: 10 full, 54 mamba, 54 MLP-only" in out

@@ -134,3 +134,44 @@ def test_borrowed_calibration_says_its_error_is_not_this_boxs(advisor) -> None:
                     "b200-sxm's, not this box's")
     own = advisor("rank", MINIMAX).out
     assert "borrowed" not in own and "calibrated: shipped (rtx-pro-6000-server/vllm" in own
+
+
+# --- item 17: commands are never wrapped; the table drops columns instead of splitting numbers ----------------
+
+
+def _rows_and_text(advisor, columns: int, *args: str) -> tuple[list[dict], str]:
+    docs = [d for d in _json(advisor, "rank", *args) if d["rank"]]
+    r = advisor("rank", *args, columns=columns)
+    assert r.code == 0, r.err
+    return docs, r.out
+
+
+def test_at_80_columns_commands_stay_on_one_line_and_numbers_whole(advisor) -> None:
+    args = (MINIMAX, KIMI, "--objective", "throughput", "--concurrency", "128")
+    docs, out = _rows_and_text(advisor, 80, *args)
+    lines = out.splitlines()
+    for d in docs:
+        assert f"   run: {d['command']}" in lines  # the whole command, one line
+        row = next(ln for ln in lines if ln.startswith(f"│ {d['rank']} │"))
+        assert f"{d['tpot_ms']:,.1f}" in row and f"{d['output_tok_s']:,.0f}" in row and d["plan"]["label"] in row
+    table = [ln for ln in lines if ln.startswith(("┏", "┃", "┡", "│", "└"))]
+    assert table and max(len(ln) for ln in table) <= 80
+    assert any(ln.startswith("(columns left out to fit 80 characters: ") for ln in lines)
+    wide = _rows_and_text(advisor, 250, *args)[1]
+    assert "columns left out" not in wide and "coll/step" in wide
+
+
+def test_piped_rank_output_keeps_commands_whole(empty_hf_home) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "ADVISOR_DEBUG")}
+    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(empty_hf_home))
+    r = subprocess.run([sys.executable, "-m", "advisor.cli", "rank", MINIMAX, KIMI], capture_output=True,
+                       text=True, env=env, timeout=300)
+    j = subprocess.run([sys.executable, "-m", "advisor.cli", "rank", MINIMAX, KIMI, "--json"], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 0 and j.returncode == 0
+    for d in json.loads(j.stdout):
+        assert f"   run: {d['command']}" in r.stdout.splitlines()

@@ -37,6 +37,9 @@ def inspect_doc(r: Resolved) -> dict[str, Any]:
     return {
         "model": a.model, "source": r.source, "architecture": a.architecture, "num_layers": a.num_layers,
         "hidden_size": a.hidden_size, "attention": a.attention, "layer_kinds": a.layer_kinds,
+        # decoder layers with no attention or mamba mixer (Nemotron-H's MLP-only blocks): the mixer counts above
+        # plus this add up to num_layers
+        "mlp_only_layers": a.num_layers - sum(g.layers for g in a.attn_groups),
         "num_attention_heads": a.num_attention_heads, "num_kv_heads": a.num_kv_heads, "head_dim": a.head_dim,
         "moe": moe, "total_params": a.total_params, "active_params": a.active_params,
         "active_params_excl_embedding": a.active_params_excl_embedding,

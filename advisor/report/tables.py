@@ -6,8 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from advisor.hardware import HardwareProfile
+from advisor.report.fitwidth import Col, fitted_table, print_line, say_dropped
 from advisor.report.units import billions, gb, gib, kib, plural
 
 if TYPE_CHECKING:
@@ -15,25 +17,32 @@ if TYPE_CHECKING:
     from advisor.decide.choose import Ranking
 
 
+INSPECT_COLS = (Col("model", 10, fold=True), Col("attention", 5), Col("layers", 7, fold=True), Col("experts", 6),
+                Col("total", 9, right=True), Col("active", 8, right=True), Col("weights", 4, right=True),
+                Col("KV/token", 3, right=True), Col("source", 1, fold=True))
+
+
 def inspect_table(docs: list[dict[str, Any]]) -> None:
-    table = Table(title="Model architectures", show_lines=False)
-    for col in ("model", "attention", "layers", "experts", "total", "active", "weights", "KV/token", "source"):
-        table.add_column(col, overflow="fold")
+    cells = []
     for d in docs:
-        kinds = ", ".join(f"{v} {k.replace('_attention', '')}" for k, v in d["layer_kinds"].items()
-                          if v and not k.endswith("_mlp"))
+        kinds = [f"{v} {k.replace('_attention', '')}" for k, v in d["layer_kinds"].items()
+                 if v and not k.endswith("_mlp")]
+        if d.get("mlp_only_layers"):
+            kinds.append(f"{d['mlp_only_layers']} MLP-only")
         moe = d["moe"]
         experts = f"{moe['num_experts']} top-{moe['experts_per_token']}" + (
             f" +{moe['shared_experts']} shared" if moe["shared_experts"] else "") if moe else "dense"
         attn = f"{d['attention']} {d['num_attention_heads']}h/{d['num_kv_heads']}kv x{d['head_dim']}"
-        table.add_row(d["model"], attn, f"{d['num_layers']}: {kinds}", experts, billions(d["total_params"]),
+        cells.append([d["model"], attn, f"{d['num_layers']}: {', '.join(kinds)}", experts, billions(d["total_params"]),
                       billions(d["active_params"]), f"{gb(d['weight_bytes'])} {d['weight_dtype']}",
-                      f"{kib(d['kv_bytes_per_token'])} {d['kv_dtype']}", d["source"].split(" (")[0])
+                      f"{kib(d['kv_bytes_per_token'])} {d['kv_dtype']}", d["source"].split(" (")[0]])
     console = Console()
+    table, dropped = fitted_table(console, "Model architectures", INSPECT_COLS, cells)
     console.print(table)
+    say_dropped(console, dropped)
     for d in docs:
         if " (" in d["source"]:
-            console.print(f"{d['model']}: answered from the bundled catalog ({d['source'].split(' (', 1)[1]}")
+            console.print(Text(f"{d['model']}: answered from the bundled catalog ({d['source'].split(' (', 1)[1]}"))
 
 
 def fit_table(docs: list[FitResult], hw: HardwareProfile) -> None:
@@ -71,35 +80,38 @@ def predict_panel(d: Prediction) -> None:
     console.print(f"  calibrated: {calibration_line(d.calibrated)}")
 
 
+RANK_COLS = (Col("#", 10, right=True), Col("model", 10, fold=True), Col("plan", 9), Col("users", 7, right=True),
+             Col("TTFT ms", 6, right=True), Col("TPOT ms", 8, right=True), Col("tok/s user / total", 9, right=True),
+             Col("KV tokens", 3, right=True), Col("coll/step", 2, right=True), Col("MB/tok", 1, right=True),
+             Col("bound by", 4))
+
+
 def rank_table(ranking: Ranking, hw: HardwareProfile) -> None:
     q, rows, tail = ranking.query, ranking.rows, ranking.unranked
     console = Console()
-    table = Table(title=f"Ranked by {q.describe()} on {hw.name} ({q.input_len} in / {q.output_len} out)")
-    for col in ("#", "model", "plan", "users", "TTFT ms", "TPOT ms", "tok/s user / total", "KV tokens",
-                "coll/step", "MB/tok", "bound by"):
-        table.add_column(col, overflow="fold")
-    for d in rows:
-        table.add_row(str(d.rank), d.model, d.plan.label, str(d.workload.concurrency), f"{d.ttft_ms:,.0f}",
-                      f"{d.tpot_ms:.1f}", f"{d.per_user_tok_s:.0f} / {d.output_tok_s:,.0f}",
-                      _count(d.kv_cache_tokens), str(d.collectives_per_step),
-                      f"{(d.allreduce_bytes_per_token or 0) / 1e6:.2f}", d.bottleneck)
-    for u in tail:
-        table.add_row("-", u.model, "-", "-", "-", "-", "-", "-", "-", "-", "does not run" if u.found else "not found")
+    cells = [[str(d.rank), d.model, d.plan.label, f"{d.workload.concurrency:,}", f"{d.ttft_ms:,.0f}",
+              f"{d.tpot_ms:,.1f}", f"{d.per_user_tok_s:,.0f} / {d.output_tok_s:,.0f}", _count(d.kv_cache_tokens),
+              str(d.collectives_per_step), f"{(d.allreduce_bytes_per_token or 0) / 1e6:.2f}", d.bottleneck or ""]
+             for d in rows]
+    cells += [["-", u.model, *["-"] * 8, "does not run" if u.found else "not found"] for u in tail]
+    title = f"Ranked by {q.describe()} on {hw.name} ({q.input_len:,} in / {q.output_len:,} out)"
+    table, dropped = fitted_table(console, title, RANK_COLS, cells)
     console.print(table)
+    say_dropped(console, dropped)
     for d in rows:
-        console.print(f"[bold]{d.rank}. {d.model}[/bold]: {d.why}")
+        console.print(Text.assemble((f"{d.rank}. {d.model}", "bold"), f": {d.why}"))
         for note in d.constraints:
-            console.print(f"   - {note}")
+            console.print(Text(f"   - {note}"))
         if d.meets or d is rows[0]:
-            console.print(f"   run{'' if d.meets else ' (closest, misses the limits)'}: {d.command}")
+            print_line(console, f"   run{'' if d.meets else ' (closest, misses the limits)'}: {d.command}")
             for note in d.command_notes:
-                console.print(f"   note: {note}")
+                console.print(Text(f"   note: {note}"))
     for u in tail:
-        console.print(f"[bold]-  {u.model}[/bold]: {u.reason}")
+        console.print(Text.assemble((f"-  {u.model}", "bold"), f": {u.reason}"))
     for line in (ranking.verdict, ranking.comparison):
         if line:
-            console.print(line)
-    console.print(f"calibrated: {calibration_line(rows[0].calibrated)}")
+            console.print(Text(line))
+    console.print(Text(f"calibrated: {calibration_line(rows[0].calibrated)}"))
 
 
 def calibration_line(cal: dict[str, Any]) -> str:
