@@ -126,7 +126,9 @@ def calibration_line(cal: dict[str, Any]) -> str:
         return (f"borrowed from {donor}: no measurements for {cal.get('for_hardware', 'this box')}; "
                 f"{cal['engine']} terms fitted on {plural(cal['rows'], 'row')} measured on {donor}{err}")
     err = f", held-out median error {pct:.0f}%" if pct is not None else ""
-    return f"{cal['how']} ({cal['hardware']}/{cal['engine']}, fitted on {plural(cal['rows'], 'measured row')}{err})"
+    instead = f"; in place of {cal['replaces']}" if cal.get("replaces") else ""
+    return (f"{cal['how']} ({cal['hardware']}/{cal['engine']}, fitted on {plural(cal['rows'], 'measured row')}{err})"
+            f"{instead}")
 
 
 def _count(n: float) -> str:
