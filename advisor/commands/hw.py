@@ -260,15 +260,16 @@ def import_nccl_cmd(
         raise AdvisorError("-o needs --hw ID (the base profile to copy)")
     table, fit = fit_nccl_file(file, op, gpus)
     doc = summary(table, fit, file)
-    doc["warnings"] = []
+    warnings: list[str] = []
     if hw_ref is not None:
         from advisor.hardware import load_profile
         from advisor.hardware.nccl_import import device_mismatch
 
         other = device_mismatch(table.device, load_profile(hw_ref).gpu.name)
         if other:
-            doc["warnings"].append(other)
+            warnings.append(other)
             print(f"advisor: warning: {other}", file=sys.stderr)
+    doc["warnings"] = warnings
     if output is not None:
         _write_profile_copy(hw_ref, output, fit, file, fit.points)
         doc["written"] = str(output)
