@@ -45,8 +45,9 @@ def _llama(configs_dir: Path, **changes: Any) -> dict[str, Any]:
     ('{"hidden_size": 4096, "num_hidden_', "invalid JSON at line 1"),
     ("hidden_size = 4096\n", "invalid JSON"),
     ("", "empty"),
-    ("[1, 2, 3]", "expected a JSON object, got a JSON list"),
-    ('"config"', "expected a JSON object, got a JSON str"),
+    ("[1, 2, 3]", "expected a JSON object, got a JSON array"),
+    ('"config"', "expected a JSON object, got a JSON string"),
+    ("null", "expected a JSON object, got a JSON null"),
     (b"\x89PNG\r\n\x1a\n\x00\x00", "binary file"),
     (b"\xff\xfe{}", "not UTF-8"),
 ])

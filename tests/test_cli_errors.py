@@ -193,3 +193,66 @@ def test_nemotron_layer_kinds_add_up(advisor) -> None:
     assert d["num_layers"] == 118 and d["mlp_only_layers"] == 54 and mixers + 54 == 118
     out = advisor("inspect", "nvidia/Nemotron-H-56B-Base-8K").out
     assert "118: 10 full, 54 mamba, 54 MLP-only" in out
+
+
+# --- item 20: cosmetics --------------------------------------------------------------------------------------
+
+
+def test_every_option_and_argument_has_help_and_every_command_a_description() -> None:
+    import typer
+
+    from advisor.cli import app
+
+    def walk(cmd, path):  # type: ignore[no-untyped-def]
+        assert (cmd.help or "").strip(), path
+        for p in cmd.params:
+            assert (getattr(p, "help", None) or "").strip(), (path, p.name)
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, [*path, name])
+
+    walk(typer.main.get_command(app), ["advisor"])
+
+
+def test_max_model_len_help_shows_its_default(advisor) -> None:
+    out = " ".join(advisor("rank", "-h", columns=250).out.split())
+    assert "Context per sequence the engine is started with [default: min(model maximum, 32768), raised to " \
+           "input + output length]." in out
+
+
+@pytest.mark.parametrize(("content", "says"), [
+    ("null", "expected a JSON object, got a JSON null"),
+    ("[1]", "expected a JSON object, got a JSON array"),
+    ('"x"', "expected a JSON object, got a JSON string"),
+])
+def test_config_json_types_have_json_names(advisor, tmp_path: Path, content: str, says: str) -> None:
+    f = tmp_path / "config.json"
+    f.write_text(content)
+    r = advisor("inspect", str(f))
+    assert_one_line(r, says)
+    assert "NoneType" not in r.err and "list" not in r.err
+
+
+def test_a_huge_number_is_quoted_short(advisor, tmp_path: Path) -> None:
+    cfg = json.loads((REPO / "tests" / "data" / "configs" / "Qwen--Qwen3-32B.json").read_text())
+    cfg["hidden_size"] = 1e308
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(cfg))
+    r = advisor("inspect", str(f))
+    assert_one_line(r, "field 'hidden_size' = 1e+308 is outside [1, 1,048,576]")
+    assert len(r.err) < 200
+
+
+@pytest.mark.parametrize("args", [("inspect",), ("check",), ("hw", "import-nccl"), ("hw", "import-topo"),
+                                  ("calibrate", "--hw", "h100-sxm", "-o", "/tmp/never.json")])
+def test_a_device_file_is_not_called_empty(advisor, args: tuple[str, ...]) -> None:
+    cmd = [*args[:2], "/dev/urandom", *args[2:]] if args[0] == "hw" else [args[0], "/dev/urandom", *args[1:]]
+    r = advisor(*cmd)
+    assert_one_line(r, "/dev/urandom", "not a")
+    assert "empty" not in r.err
+
+
+def test_one_of_a_thing_is_singular(advisor) -> None:
+    out = advisor("predict", MINIMAX, "--tp", "4").out
+    assert ", 1 user, 1,024 in / 1,024 out" in out and "1 users" not in out
+    why = _one(advisor("rank", "Qwen/Qwen3-30B-A3B", "--gpus", "1", "--json"))[0]["why"]
+    assert why.startswith("TP1 on 1 GPU:")

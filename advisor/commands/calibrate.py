@@ -104,13 +104,16 @@ def _print(doc: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from advisor.report.units import num, plural
+
     console = Console()
-    t = Table(title=f"Calibration {doc['hardware']}/{doc['engine']} -> {doc['output']} ({doc['rows_used']} rows)")
+    t = Table(title=f"Calibration {doc['hardware']}/{doc['engine']} -> {doc['output']} "
+                    f"({plural(doc['rows_used'], 'row')})")
     for col in ("term", "value", "note"):
         t.add_column(col)
     for k, v in doc["terms"].items():
         note = doc["refused"].get(k) or ("bound hit" if k in doc["bounds_hit"] else "fitted")
-        t.add_row(k, f"{v:.4g}", note)
+        t.add_row(k, num(v), note)
     console.print(t)
     c = Table(title=f"Cross-validated |error| ({doc['cv_method']})")
     for col in ("metric", "n", "median %", "p90 %"):
