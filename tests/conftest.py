@@ -98,3 +98,29 @@ def assert_one_line(r: Run, *words: str) -> None:
     assert len(lines) == 1 and lines[0].startswith("advisor: error:"), r.err
     for w in words:
         assert w in lines[0], (w, lines[0])
+
+
+def many_rows(path: Path, rows: int) -> Path:
+    """`rows` measurement rows from the repo's own tests/data/bench/silicon_dev.csv, repeated with the concurrency
+    shifted by 0..6 per pass (so the rows are not all copies), written to `path`."""
+    lines = (BENCH / "silicon_dev.csv").read_text().splitlines()
+    head, body = lines[0], lines[1:]
+    conc = head.split(",").index("concurrency")
+    out, k = [head], 0
+    while len(out) <= rows:
+        for ln in body:
+            cells = ln.split(",")
+            if cells[conc].isdigit():
+                cells[conc] = str(int(cells[conc]) + k % 7)
+            out.append(",".join(cells))
+            if len(out) > rows:
+                break
+        k += 1
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def rows_200k(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """200,000 measurement rows (`many_rows`), written once per session."""
+    return many_rows(tmp_path_factory.mktemp("bench") / "rows_200k.csv", 200_000)

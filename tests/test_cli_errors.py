@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import BENCH, REPO, Run, assert_one_line
+from conftest import REPO, Run, assert_one_line, many_rows
 
 MINIMAX, KIMI = "MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5"
 
@@ -103,19 +103,7 @@ def _interrupt(args: list[str], tmp_path: Path, after_s: float) -> subprocess.Co
 
 def _many_rows(tmp_path: Path, copies: int) -> Path:
     """silicon_dev.csv repeated with varied concurrency: enough rows that a command takes seconds."""
-    lines = (BENCH / "silicon_dev.csv").read_text().splitlines()
-    head, body = lines[0], lines[1:]
-    conc = head.split(",").index("concurrency")
-    out = [head]
-    for k in range(copies):
-        for ln in body:
-            cells = ln.split(",")
-            if cells[conc].isdigit():
-                cells[conc] = str(int(cells[conc]) + k)
-            out.append(",".join(cells))
-    f = tmp_path / "many.csv"
-    f.write_text("\n".join(out) + "\n")
-    return f
+    return many_rows(tmp_path / "many.csv", 1814 * copies)
 
 
 def test_ctrl_c_during_calibrate_exits_130_and_keeps_the_old_file(tmp_path: Path) -> None:
@@ -130,9 +118,8 @@ def test_ctrl_c_during_calibrate_exits_130_and_keeps_the_old_file(tmp_path: Path
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".x.json")] == []  # no temp file left
 
 
-def test_ctrl_c_during_check_exits_130(tmp_path: Path) -> None:
-    rows = _many_rows(tmp_path, 40)
-    r = _interrupt(["check", str(rows)], tmp_path, 2.5)
+def test_ctrl_c_during_check_exits_130(tmp_path: Path, rows_200k: Path) -> None:
+    r = _interrupt(["check", str(rows_200k)], tmp_path, 2.0)
     assert r.returncode == 130 and "Traceback" not in r.stderr, (r.returncode, r.stderr)
 
 
