@@ -238,12 +238,20 @@ def build_row(
 
 
 def read_text(path: Path) -> str:
-    """The file's text (UTF-8, BOM stripped); one-line AdvisorError when missing, empty or binary."""
-    if not path.exists():
+    """The file's text (UTF-8, BOM stripped); one-line AdvisorError when missing, empty, binary or unreadable."""
+    try:
+        exists, is_file = path.exists(), path.is_file()
+    except (OSError, ValueError) as err:  # a name the OS refuses (too long, NUL byte)
+        name = str(path) if len(str(path)) <= 80 else f"{str(path)[:60]}... ({len(str(path))} characters)"
+        raise AdvisorError(f"{name}: not a usable file name ({getattr(err, 'strerror', None) or err})") from None
+    if not exists:
         raise AdvisorError(f"{path}: measurement file not found")
-    if not path.is_file():
+    if not is_file:
         raise AdvisorError(f"{path}: not a file")
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise AdvisorError(f"{path}: cannot read ({err.strerror or err})") from None
     if b"\x00" in data:
         raise AdvisorError(f"{path}: binary file, expected a measurement CSV or vLLM bench JSON")
     try:
