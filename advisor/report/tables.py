@@ -51,9 +51,9 @@ def fit_table(docs: list[FitResult], hw: HardwareProfile) -> None:
         table.add_column(col, overflow="fold")
     for d in docs:
         pg = d.per_gpu
-        table.add_row(d.model, d.plan.label, "yes" if d.fits else "no", gib(pg.weights_bytes if pg else 0),
-                      gib(pg.kv_cache_bytes if pg else 0), f"{d.kv_cache_tokens:,}",
-                      f"{d.max_concurrency:,} x {d.max_model_len}", d.reason or "")
+        table.add_row(d.model, d.plan.label, "yes" if d.fits else "no", gib(pg.weights_bytes) if pg else "-",
+                      gib(pg.kv_cache_bytes) if pg else "-", f"{d.kv_cache_tokens:,}",
+                      f"{d.max_concurrency:,} x {d.max_model_len}" if d.max_model_len else "-", d.reason or "")
     Console().print(table)
 
 
