@@ -243,3 +243,16 @@ def test_one_of_a_thing_is_singular(advisor) -> None:
     assert ", 1 user, 1,024 in / 1,024 out" in out and "1 users" not in out
     why = _one(advisor("rank", "Qwen/Qwen3-30B-A3B", "--gpus", "1", "--json"))[0]["why"]
     assert why.startswith("TP1 on 1 GPU:")
+
+
+@pytest.mark.parametrize("args", [
+    ("calibrate", str(REPO / "advisor" / "examples" / "case_study.csv"), "--hw", "rtx-pro-6000-server", "--force"),
+    ("hw", "import-nccl", str(REPO / "tests" / "fixtures" / "nccl" / "all_reduce_perf_rtxpro6000_8gpu.txt"), "--hw",
+     "rtx-pro-6000-server"),
+])
+def test_an_output_path_the_os_refuses_is_one_line(advisor, tmp_path: Path, args: tuple[str, ...]) -> None:
+    for out in ("y" * 700, str(tmp_path)):  # a name too long for the file system; an existing folder
+        r = advisor(*args, "-o", out)
+        assert_one_line(r, "cannot write there" if out.startswith("y") else "is a directory")
+    r = advisor("rank", MINIMAX, "--plot", "z" * 700 + ".png")
+    assert_one_line(r, "cannot write there")

@@ -115,7 +115,10 @@ def _nearest(hw: HardwareProfile, engine: str) -> str | None:
 
 def write_calibration(cal: Calibration, path: Path) -> None:
     """Write atomically (advisor.files): a failure leaves `path` untouched."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise AdvisorError(f"-o {path.parent}: cannot create the folder ({err.strerror or err})") from None
     write_atomic(path, json.dumps(cal.model_dump(mode="json"), indent=2) + "\n")
 
 
@@ -123,7 +126,11 @@ def replaced(hw: str, engine: str, output: Path) -> list[tuple[Calibration, str]
     """The calibrations a new fit written to `output` would replace, with their names: the file at `output` when
     it is one of the same (hardware, engine), and the shipped one (which `--calibration output` then overrides)."""
     out: list[tuple[Calibration, str]] = []
-    if output.is_file():
+    try:
+        existing = output.is_file()
+    except (OSError, ValueError):  # a name the OS refuses: writing it will say so
+        existing = False
+    if existing:
         try:
             old = read_calibration(output)
         except AdvisorError:
