@@ -5,7 +5,9 @@ vLLM flags: `vllm/engine/arg_utils.py` (EngineArgs); SGLang flags: `python/sglan
 (ServerArgs). Online quantization:
 - vLLM `--quantization fp8` on a BF16 checkpoint quantizes every linear layer and the MoE experts to FP8 at
   load (`vllm/model_executor/layers/quantization/fp8.py: Fp8Config.get_quant_method` with
-  `is_checkpoint_fp8_serialized=False` -> Fp8OnlineLinearMethod / Fp8OnlineMoEMethod). NVFP4, MXFP4 and INT4
+  `is_checkpoint_fp8_serialized=False` -> Fp8OnlineLinearMethod / Fp8OnlineMoEMethod), with per-tensor scales:
+  the same bytes and FP8 math as the block-FP8 `--weight-dtype fp8` predicts (`cost/weights.py: requantize`),
+  whose 128-block shape rule is the stricter one, so a plan predicted to run runs. NVFP4, MXFP4 and INT4
   have no online path (`vllm/config/quantization.py` online shorthands are FP8/MXFP8/INT8 only): they need a
   pre-quantized checkpoint (ModelOpt, compressed-tensors, GPTQ/AWQ, gpt-oss MXFP4).
 - SGLang `--quantization fp8` is online FP8 for linear and MoE layers
