@@ -48,7 +48,7 @@ def main() -> None:
     """Run the CLI. Usage errors: click's usage message and exit 2; AdvisorError: one line on stderr and exit 2
     (ADVISOR_DEBUG=1 shows a traceback); Ctrl-C: exit 130."""
     try:
-        code = app(standalone_mode=False)
+        code = app(standalone_mode=False, prog_name="advisor")
     except AdvisorError as err:
         if os.environ.get("ADVISOR_DEBUG"):
             raise

@@ -6,3 +6,7 @@ class AdvisorError(Exception):
 
     def __init__(self, message: str):
         super().__init__(" ".join(message.split()))
+
+
+class NotFound(AdvisorError):
+    """A model reference that no source (local path, Hub, bundled catalog) holds."""

@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from advisor.errors import AdvisorError
+
 
 @contextmanager
 def atomic_output(path: str | os.PathLike[str], mode: str = "w", **open_kwargs: Any) -> Iterator[IO[Any]]:
@@ -23,12 +25,21 @@ def atomic_output(path: str | os.PathLike[str], mode: str = "w", **open_kwargs: 
     target = Path(path)
     if "b" not in mode:
         open_kwargs.setdefault("encoding", "utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    name = str(target) if len(str(target)) <= 120 else f"{str(target)[:80]}... ({len(str(target))} characters)"
+    try:
+        if target.is_dir():
+            raise AdvisorError(f"{name}: is a directory, give a file name to write")
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except (OSError, ValueError) as err:  # no such directory, no permission, a name the OS refuses
+        raise AdvisorError(f"{name}: cannot write there ({getattr(err, 'strerror', None) or err})") from None
     try:
         with os.fdopen(fd, mode, **open_kwargs) as handle:
             os.chmod(tmp, _mode_for(target))
             yield handle
         os.replace(tmp, target)
+    except OSError as err:
+        Path(tmp).unlink(missing_ok=True)
+        raise AdvisorError(f"{target}: cannot write ({err.strerror or err})") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

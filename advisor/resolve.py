@@ -12,11 +12,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from advisor import catalog
-from advisor.arch.fields import ConfigError
 from advisor.arch.hub import is_repo_id
 from advisor.arch.model import ModelArch
 from advisor.arch.sources import from_hub, from_local, looks_like_path, split_revision
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, NotFound
 
 MAX_REF_CHARS = 512  # longer than any path or Hub id a user types; beyond it the OS refuses file names
 
@@ -35,19 +34,19 @@ def resolve(ref: str) -> Resolved:
     if not ref.strip():
         raise AdvisorError("model reference is empty")
     if len(ref) > MAX_REF_CHARS:
-        raise AdvisorError(f"model reference of {len(ref)} characters: not a path, Hub id or catalog model")
+        raise NotFound(f"model reference of {len(ref)} characters: not a path, Hub id or catalog model")
     path = Path(ref).expanduser()
     if _exists(path):
         arch, source = from_local(ref, path)
         return Resolved(ref=ref, arch=arch, source=source)
     repo, revision = split_revision(ref)
     if looks_like_path(ref):
-        raise ConfigError(f"{ref}: no such file or directory")
+        raise NotFound(f"{ref}: no such file or directory")
     if not is_repo_id(repo):
         entry = catalog.lookup(ref)
         if entry is not None:
             return Resolved(ref=ref, arch=entry.arch, source=f"catalog:{entry.id}")
-        raise AdvisorError(f"{ref}: not a local path, a Hub id ORG/NAME[@REVISION], or a catalog model")
+        raise NotFound(f"{ref}: not a local path, a Hub id ORG/NAME[@REVISION], or a catalog model")
     hub = from_hub(repo, revision)
     if not isinstance(hub, str):
         arch, source, counts = hub
@@ -56,21 +55,21 @@ def resolve(ref: str) -> Resolved:
     if entry is not None and revision is None:
         return Resolved(ref=ref, arch=entry.arch, source=f"catalog:{entry.id} ({hub})")
     if entry is not None:
-        raise AdvisorError(f"{ref}: {hub}, and the bundled catalog cannot answer for a pinned revision "
+        raise NotFound(f"{ref}: {hub}, and the bundled catalog cannot answer for a pinned revision "
                            f"(it holds {entry.config_source}); drop @{revision} to use it")
-    raise AdvisorError(f"{ref}: {hub}, and it is not in the bundled catalog (`advisor inspect` with no model "
+    raise NotFound(f"{ref}: {hub}, and it is not in the bundled catalog (`advisor inspect` with no model "
                        "lists it)")
 
 
-def resolve_all(refs: list[str]) -> tuple[list[Resolved], dict[str, str]]:
-    """Every reference that resolves, and the reason for each that does not."""
+def resolve_all(refs: list[str]) -> tuple[list[Resolved], dict[str, AdvisorError]]:
+    """Every reference that resolves, and the error of each that does not (`NotFound` when nothing holds it)."""
     found: list[Resolved] = []
-    missing: dict[str, str] = {}
+    missing: dict[str, AdvisorError] = {}
     for ref in refs:
         try:
             found.append(resolve(ref))
         except AdvisorError as err:
-            missing[ref] = str(err)
+            missing[ref] = err
     return found, missing
 
 

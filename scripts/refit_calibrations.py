@@ -29,7 +29,8 @@ def main() -> int:
                                              bench / "public_clean.csv"])]
     jobs += [(hw, eng, [bench / "silicon_dev.csv"]) for hw, eng in PAIRS]
     for hw, engine, files in jobs:
-        doc = calibrate_doc([str(f) for f in files], hw, engine, shipped_path(hw, engine))
+        # a refit replaces the shipped file on purpose (physics changed): force past the not-worse guard
+        doc = calibrate_doc([str(f) for f in files], hw, engine, shipped_path(hw, engine), force=True)
         cv = doc.get("cv", {})
         print(hw, engine, {k: round(v, 3) for k, v in doc["terms"].items()},
               {m: round(s.get("median_abs_pct", float("nan")), 1) for m, s in cv.items()})

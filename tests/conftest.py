@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -44,3 +49,78 @@ def catalog_arch(model: str) -> ModelArch:
     entry = lookup(model)
     assert entry is not None, model
     return entry.arch
+
+
+@dataclass(frozen=True)
+class Run:
+    """What one CLI invocation gave: exit code, stdout, stderr."""
+
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture(scope="session")
+def empty_hf_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("hf_home")  # an empty Hugging Face cache: a fresh install
+
+
+@pytest.fixture
+def advisor(monkeypatch: pytest.MonkeyPatch, empty_hf_home: Path) -> Callable[..., Run]:
+    """Run `advisor ARGS...` in-process through `advisor.cli.main` (its exit codes and error handling), offline
+    on the bundled catalog, with a 250-column terminal unless `columns=` says otherwise."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(empty_hf_home))
+    monkeypatch.delenv("ADVISOR_DEBUG", raising=False)
+
+    def run(*args: str, columns: int = 250) -> Run:
+        from advisor.cli import main
+
+        monkeypatch.setenv("COLUMNS", str(columns))
+        monkeypatch.setattr(sys, "argv", ["advisor", *args])
+        out, err = io.StringIO(), io.StringIO()
+        code: int = 0
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main()
+            except SystemExit as exit_:
+                code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+        return Run(code, out.getvalue(), err.getvalue())
+
+    return run
+
+
+def assert_one_line(r: Run, *words: str) -> None:
+    """Exit 2, no traceback, one line on stderr naming every word."""
+    assert r.code == 2, (r.code, r.out, r.err)
+    assert "Traceback" not in r.err and "internal error" not in r.err, r.err
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("advisor: error:"), r.err
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+def many_rows(path: Path, rows: int) -> Path:
+    """`rows` measurement rows from the repo's own tests/data/bench/silicon_dev.csv, repeated with the concurrency
+    shifted by 0..6 per pass (so the rows are not all copies), written to `path`."""
+    lines = (BENCH / "silicon_dev.csv").read_text().splitlines()
+    head, body = lines[0], lines[1:]
+    conc = head.split(",").index("concurrency")
+    out, k = [head], 0
+    while len(out) <= rows:
+        for ln in body:
+            cells = ln.split(",")
+            if cells[conc].isdigit():
+                cells[conc] = str(int(cells[conc]) + k % 7)
+            out.append(",".join(cells))
+            if len(out) > rows:
+                break
+        k += 1
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def rows_200k(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """200,000 measurement rows (`many_rows`), written once per session."""
+    return many_rows(tmp_path_factory.mktemp("bench") / "rows_200k.csv", 200_000)

@@ -45,8 +45,9 @@ def _llama(configs_dir: Path, **changes: Any) -> dict[str, Any]:
     ('{"hidden_size": 4096, "num_hidden_', "invalid JSON at line 1"),
     ("hidden_size = 4096\n", "invalid JSON"),
     ("", "empty"),
-    ("[1, 2, 3]", "expected a JSON object, got a JSON list"),
-    ('"config"', "expected a JSON object, got a JSON str"),
+    ("[1, 2, 3]", "expected a JSON object, got a JSON array"),
+    ('"config"', "expected a JSON object, got a JSON string"),
+    ("null", "expected a JSON object, got a JSON null"),
     (b"\x89PNG\r\n\x1a\n\x00\x00", "binary file"),
     (b"\xff\xfe{}", "not UTF-8"),
 ])
@@ -121,13 +122,16 @@ def test_moe_without_top_k(configs_dir: Path) -> None:
 
 
 def test_remote_code_fields_are_ignored(configs_dir: Path, tmp_path: Path) -> None:
-    """auto_map / trust_remote_code are read like any unknown field: nothing is imported or executed."""
+    """auto_map / trust_remote_code change nothing in the architecture and nothing is imported or executed; that
+    the config declares auto_map is recorded (the serve command then passes --trust-remote-code)."""
     marker = tmp_path / "executed"
     (tmp_path / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
     data = _llama(configs_dir, auto_map={"AutoConfig": "evil.Config", "AutoModelForCausalLM": "evil.Model"},
                   trust_remote_code=True)
     plain = read_config(_llama(configs_dir), name="llama")
-    assert read_config(data, name="llama") == plain
+    declared = read_config(data, name="llama")
+    assert declared.remote_code is True and plain.remote_code is False
+    assert declared.model_copy(update={"remote_code": False}) == plain
     assert not marker.exists()
 
 

@@ -130,9 +130,11 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_calibrate_cli_writes_file_and_failed_fit_leaves_existing_file(tmp_path: Path) -> None:
     case = CASE_STUDY
     out = tmp_path / "cal.json"
-    r = _cli("calibrate", str(case), "--hw", "rtx-pro-6000-server", "-o", str(out), "--json")
+    r = _cli("calibrate", str(case), "--hw", "rtx-pro-6000-server", "-o", str(out), "--json", "--force")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
+    # 4 rows fit worse (held out) than the shipped calibration: written only because of --force, and said
+    assert doc["warnings"][0].startswith("written anyway (--force): held-out median")
     assert doc["rows_used"] == 4 and "flops_eff" in doc["refused"]  # the case study has no TTFT
     saved = json.loads(out.read_text())
     assert saved["hardware"] == "rtx-pro-6000-server" and saved["rows_used"] == 4

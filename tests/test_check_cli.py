@@ -112,3 +112,74 @@ def test_condition_flags_fill_what_a_vllm_bench_json_lacks(tmp_path: Path) -> No
     row = json.loads(done.stdout)["rows"][0]
     assert row["input"]["hardware"] == "rtx-pro-6000-server" and row["input"]["tp"] == 4
     assert row["predicted"] is not None and row["measured"]["tpot_ms"] == 28.7
+
+
+# --- issue #11 item 1: rows that are rejected or unpredictable render in the table --------------------------
+
+
+def test_table_shows_rejected_rows_with_nan_negative_zero_latency(advisor, tmp_path: Path) -> None:
+    f = tmp_path / "bad.csv"
+    f.write_text("model,hardware,engine,tp,concurrency,input_len,output_len,tpot_ms\n"
+                 "MiniMaxAI/MiniMax-M2.5,rtx-pro-6000-server,vllm,4,1,1024,256,nan\n"
+                 "MiniMaxAI/MiniMax-M2.5,rtx-pro-6000-server,vllm,4,1,1024,256,-3\n"
+                 "MiniMaxAI/MiniMax-M2.5,rtx-pro-6000-server,vllm,4,1,1024,256,0\n"
+                 "MiniMaxAI/MiniMax-M2.5,rtx-pro-6000-server,vllm,4,1,1024,256,12.5\n")
+    r = advisor("check", str(f))
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    for cell in ("'nan'", "'-3'", "'0'"):
+        row = next(ln for ln in lines if f"tpot_ms={cell} must be a finite number > 0" in ln)
+        assert "rejected:" in row and "MiniMaxAI/MiniMax-M2.5" in row
+    good = next(ln for ln in lines if ln.startswith("MiniMaxAI/MiniMax-M2.5") and "12.5 / " in ln)
+    assert "rejected" not in good
+    assert "3 rows rejected" in r.out
+    doc = json.loads(advisor("check", str(f), "--json").out)
+    measured = [row["measured"]["tpot_ms"] for row in doc["rows"]]
+    assert measured == [12.5, None, -3.0, 0.0]  # the predicted row first; rejected cells as numbers where finite
+
+
+def test_a_bench_json_without_hardware_and_plan_says_pass_hw_and_tp(advisor, tmp_path: Path) -> None:
+    raw = json.loads((Path(__file__).parent / "fixtures" / "bench" / "vllm_bench_serve.json").read_text())
+    for key in ("hardware", "tp"):
+        raw.pop(key)
+    bare = tmp_path / "bench.json"
+    bare.write_text(json.dumps(raw))
+    r = advisor("check", str(bare))
+    assert r.code == 0, r.err
+    assert "rejected: this file lacks hardware and plan (a vLLM bench JSON records neither): pass --hw and --tp" \
+        in r.out
+    fixed = advisor("check", str(bare), "--hw", "rtx-pro-6000-server", "--tp", "4")
+    assert fixed.code == 0 and "rejected" not in fixed.out and "28.7 / " in fixed.out
+
+
+def test_summary_only(advisor) -> None:
+    doc = json.loads(advisor("check", str(CASE_STUDY), "--json", "--summary").out)
+    assert set(doc) == {"summary"} and doc["summary"]["overall"]["predicted"] == 4
+    r = advisor("check", str(CASE_STUDY), "--summary")
+    assert r.code == 0 and "Measured vs predicted" not in r.out and "Summary" in r.out
+
+
+def test_calibration_file_applies_to_its_own_hardware_and_engine(advisor, tmp_path: Path) -> None:
+    mixed = tmp_path / "mixed.csv"
+    lines = (BENCH / "silicon_dev.csv").read_text().splitlines()
+    mixed.write_text("\n".join([lines[0], *[ln for ln in lines[1:] if ",h100-sxm,vllm," in ln][:3],
+                                *[ln for ln in lines[1:] if ",b200-sxm,vllm," in ln][:3]]) + "\n")
+    cal = REPO / "advisor" / "calibrations" / "h100-sxm--vllm.json"
+    doc = json.loads(advisor("check", str(mixed), "--calibration", str(cal), "--json").out)
+    how = {row["input"]["hardware"]: row["calibrated"]["how"] for row in doc["rows"] if row["calibrated"]}
+    assert how == {"h100-sxm": f"file {cal}", "b200-sxm": "shipped"}
+
+
+def test_check_output_equals_the_row_by_row_predictions() -> None:
+    # the columnar path gives exactly what predicting each row on its own gives
+    from advisor.calibrate.measurements import read_measurements
+    from advisor.calibrate.predict_rows import predict_rows
+    from advisor.calibrate.store import terms_for
+    from advisor.hardware import load_profile
+
+    rows = read_measurements(BENCH / "silicon_dev.csv").rows
+    keys = {(r.hardware, r.engine or "vllm") for r in rows}
+    terms = {k: terms_for(load_profile(k[0]), k[1])[0] for k in keys}
+    one_by_one = [p.predicted for p in predict_rows(rows, terms)]
+    doc = json.loads(_cli("check", str(BENCH / "silicon_dev.csv"), "--json").stdout)
+    assert [row["predicted"] for row in doc["rows"]] == one_by_one

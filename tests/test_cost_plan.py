@@ -114,10 +114,12 @@ def test_more_gpus_than_node_is_invalid(hw: HardwareProfile) -> None:
     assert case.invalid is not None and not case.runs
 
 
-@pytest.mark.parametrize("plan", [Plan(tp=4, ep=8), Plan(tp=4, ep=3), Plan(tp=2, dp=2, ep=8)])
-def test_ep_not_dividing_tp_dp_is_invalid(plan: Plan) -> None:
+@pytest.mark.parametrize("plan", [Plan(tp=4, ep=8), Plan(tp=4, ep=3), Plan(tp=2, dp=2, ep=8), Plan(tp=8, ep=4),
+                                  Plan(tp=2, dp=4, ep=2)])
+def test_ep_other_than_tp_x_dp_is_invalid(plan: Plan) -> None:
+    # vLLM's EP group is every TP x DP rank (`FusedMoEParallelConfig.make`): a divisor of TP x DP is refused too
     why = reason(MINIMAX, plan)
-    assert why is not None and f"EP{plan.ep}" in why and "does not divide" in why
+    assert why is not None and f"EP{plan.ep} is not TP x DP = {plan.tp * plan.dp}" in why
 
 
 def test_ep_on_dense_model_is_invalid() -> None:

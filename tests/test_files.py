@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from advisor.errors import AdvisorError
 from advisor.files import atomic_output, write_atomic
 
 
@@ -59,6 +60,14 @@ def test_permissions_follow_the_umask_or_the_replaced_file(tmp_path: Path) -> No
 
 
 def test_missing_directory_raises_and_writes_nothing(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError):
+    # one line for the user (AdvisorError), not an OSError traceback
+    with pytest.raises(AdvisorError, match=r"nope/x.txt: cannot write there \(No such file or directory\)"):
         write_atomic(tmp_path / "nope" / "x.txt", "x")
     assert _listing(tmp_path) == []
+
+
+def test_a_directory_as_target_is_refused_and_kept(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    with pytest.raises(AdvisorError, match="out: is a directory"):
+        write_atomic(tmp_path / "out", "x")
+    assert _listing(tmp_path) == ["out"] and (tmp_path / "out").is_dir()

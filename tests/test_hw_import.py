@@ -126,13 +126,19 @@ def test_topo_garbage_is_one_line_error(tmp_path: Path, content: bytes, needle: 
     assert needle in str(err.value) and "\n" not in str(err.value)
 
 
-def test_nccl_op_unknown_needs_flag(tmp_path: Path):
+def test_nccl_op_from_the_table_or_the_flag(tmp_path: Path):
+    # standard nccl-tests output names no op in a "run1.log": the table does (busbw/algbw 1.75 = 2(n-1)/n at 8)
     text = AR8.read_text()
     path = tmp_path / "run1.log"
     path.write_text(text)
-    with pytest.raises(AdvisorError, match="--op"):
-        fit_nccl_file(path)
+    assert fit_nccl_file(path)[1].op == "allreduce"
     assert fit_nccl_file(path, op="allreduce")[1].op == "allreduce"
+    # all_gather and alltoall tables look alike: without a name the flag is needed
+    old = NCCL / "alltoall_perf_2gpu_oldformat.txt"
+    anon = tmp_path / "run2.log"
+    anon.write_text(old.read_text())
+    with pytest.raises(AdvisorError, match="--op allgather or --op alltoall"):
+        fit_nccl_file(anon)
 
 
 def test_nccl_two_row_table_fits_one_regime(tmp_path: Path):

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from advisor.arch.fields import json_type
 from advisor.errors import AdvisorError
 
 # huggingface_hub/constants.py: _HF_DEFAULT_ENDPOINT
@@ -217,7 +218,7 @@ def _read_json(path: str, filename: str, repo_id: str, sha: str) -> dict[str, An
             f"{filename} of {repo_id}@{sha}: not valid JSON ({err.msg}, line {err.lineno} col {err.colno})"
         ) from None
     if not isinstance(doc, dict):
-        raise AdvisorError(f"{filename} of {repo_id}@{sha}: expected a JSON object, got {type(doc).__name__}")
+        raise AdvisorError(f"{filename} of {repo_id}@{sha}: expected a JSON object, got a JSON {json_type(doc)}")
     return doc
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from advisor.arch.fields import ConfigError
+from advisor.arch.fields import ConfigError, json_type
 
 MAX_CONFIG_BYTES = 16 << 20  # real config.json files are < 100 kB; larger is not a config
 
@@ -17,6 +17,8 @@ def read_json_file(path: Path) -> dict[str, Any]:
         size = path.stat().st_size
     except OSError as err:
         raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
+    if not path.is_file():  # a device (/dev/urandom), pipe or socket: its size says nothing, reading may not end
+        raise ConfigError(f"{path}: not a regular file, expected a JSON config file")
     if size == 0:
         raise ConfigError(f"{path}: file is empty")
     if size > MAX_CONFIG_BYTES:
@@ -33,7 +35,7 @@ def read_json_file(path: Path) -> dict[str, Any]:
     except RecursionError:
         raise ConfigError(f"{path}: JSON nested too deeply") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a JSON object, got a JSON {type(data).__name__}")
+        raise ConfigError(f"{path}: expected a JSON object, got a JSON {json_type(data)}")
     return data
 
 

@@ -96,6 +96,7 @@ class ModelArch(Frozen):
     mtp_bytes: float = 0.0
     vision_params: int = 0
     vision_bytes: float = 0.0
+    remote_code: bool = False  # config.json declares `auto_map` (model code on the Hub; never run here)
 
     # ---- counts -------------------------------------------------------------------------------
     def group_params(self, *names: str) -> int:

@@ -78,6 +78,7 @@ def read_config(data: dict[str, Any], *, name: str, where: str | None = None,
         mtp_layers=mtp_n,
         mtp_params=mtp_params,
         mtp_bytes=mtp_bytes,
+        remote_code=top.has("auto_map") or text.has("auto_map"),
         vision_params=vis,
         vision_bytes=vis * 2.0,  # vision towers stay BF16 (excluded from every scheme in data/configs)
     )

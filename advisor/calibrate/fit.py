@@ -114,7 +114,8 @@ def refusals(b: Bucket) -> dict[str, str]:
             "comm_latency_scale": "rows with TP x DP > 1 and TPOT or tok/s",
             "request_overhead_us": "rows with TTFT",
             "prefill_queue_frac": "rows with TTFT at concurrency > 1"}
-    out = {k: f"only {counts[k]} {what[k]} (need {MIN_ROWS[k]}); kept at prior"
+    out = {k: f"only {counts[k]} {what[k] if counts[k] != 1 else what[k].replace('rows', 'row', 1)} "
+              f"(need {MIN_ROWS[k]}); kept at prior"
            for k in NAMES if counts[k] < MIN_ROWS[k]}
     if "layer_overhead_us" not in out and len(set(b.features.layers[is_decode])) < 2:
         out["layer_overhead_us"] = "all decode rows have the same layer count (cannot separate it from the " \

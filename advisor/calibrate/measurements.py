@@ -1,14 +1,13 @@
 """Measured serving rows (the CSV schema of `advisor check --help`): the schema, row validation and the file reader.
 
 `read_measurements` reads the §3.4 CSV or a vLLM `vllm bench serve --save-result` JSON (see
-`advisor.calibrate.vllm_json`) and returns every row either as a validated `Measurement` or as a
-`Rejected` entry with its row number and reason; nothing is dropped silently.
+`advisor.calibrate.vllm_json`, and `advisor.calibrate.rowtable` for the reader itself) and returns every row
+either as a validated `Measurement` or as a `Rejected` entry with its row number and reason; nothing is
+dropped silently.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -16,7 +15,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from advisor.calibrate import vllm_json
 from advisor.calibrate.columns import COLUMNS, METRICS, REQUIRED_COLUMNS
 from advisor.errors import AdvisorError
 
@@ -239,13 +237,21 @@ def build_row(
 # ---------------------------------------------------------------- files
 
 
-def _read_text(path: Path) -> str:
-    """The file's text (UTF-8, BOM stripped); one-line AdvisorError when missing, empty or binary."""
-    if not path.exists():
+def read_text(path: Path) -> str:
+    """The file's text (UTF-8, BOM stripped); one-line AdvisorError when missing, empty, binary or unreadable."""
+    try:
+        exists, is_file = path.exists(), path.is_file()
+    except (OSError, ValueError) as err:  # a name the OS refuses (too long, NUL byte)
+        name = str(path) if len(str(path)) <= 80 else f"{str(path)[:60]}... ({len(str(path))} characters)"
+        raise AdvisorError(f"{name}: not a usable file name ({getattr(err, 'strerror', None) or err})") from None
+    if not exists:
         raise AdvisorError(f"{path}: measurement file not found")
-    if not path.is_file():
+    if not is_file:
         raise AdvisorError(f"{path}: not a file")
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise AdvisorError(f"{path}: cannot read ({err.strerror or err})") from None
     if b"\x00" in data:
         raise AdvisorError(f"{path}: binary file, expected a measurement CSV or vLLM bench JSON")
     try:
@@ -255,30 +261,6 @@ def _read_text(path: Path) -> str:
     if not text.strip():
         raise AdvisorError(f"{path}: file is empty")
     return text
-
-
-def _csv_rows(text: str, file: str) -> list[tuple[int, dict[str, str]]]:
-    """(row number, cells by lower-case column name) for each non-blank data row of a §3.4 CSV."""
-    try:
-        records = list(csv.reader(io.StringIO(text, newline="")))
-    except csv.Error as err:
-        raise AdvisorError(f"{file}: not a readable CSV ({err})") from None
-    header = [h.strip().lower() for h in records[0]]
-    missing = [c for c in REQUIRED_COLUMNS if c not in header]
-    if missing:
-        raise AdvisorError(
-            f"{file}: not a measurement CSV: missing column(s) {', '.join(missing)} "
-            f"(need {', '.join(REQUIRED_COLUMNS)}; see `advisor check --help`)"
-        )
-    out: list[tuple[int, dict[str, str]]] = []
-    for number, record in enumerate(records[1:], start=1):
-        if not any(cell.strip() for cell in record):
-            continue  # blank line: not a measurement
-        cells = dict(zip(header, record, strict=False))
-        if len(record) > len(header) and any(c.strip() for c in record[len(header) :]):
-            cells["__extra__"] = f"{len(record)} cells but the header has {len(header)}"
-        out.append((number, cells))
-    return out
 
 
 def read_measurements(
@@ -291,34 +273,10 @@ def read_measurements(
     """Read a §3.4 CSV or a vLLM bench-serve JSON; type is detected from the content, not the name.
 
     `defaults` fills what the file lacks (empty CSV cells; JSON fields such as hardware, engine,
-    tp, pp, dp, ep, weight_dtype, concurrency). Bad rows go to `rejected` with their reason.
+    tp, pp, dp, ep, weight_dtype, concurrency). Bad rows go to `rejected` with their reason. (Large files:
+    `rowtable.read_table` gives the same rows as columns.)
     """
-    path = Path(path)
-    file = str(path)
-    bad = sorted(set(defaults or {}) - set(COLUMNS))
-    if bad:
-        raise AdvisorError(f"defaults: unknown field(s) {', '.join(bad)} (allowed: {', '.join(COLUMNS)})")
-    text = _read_text(path)
-    if text.lstrip()[:1] in ("{", "["):
-        raw_rows = vllm_json.bench_rows(text, file)
-    else:
-        raw_rows = [(n, cells, cells.pop("__extra__", None)) for n, cells in _csv_rows(text, file)]
-    rows: list[Measurement] = []
-    rejected: list[Rejected] = []
-    for number, cells, problem in raw_rows:
-        if problem:
-            rejected.append(Rejected(file=file, row=number, reason=problem, raw=cells))
-            continue
-        result = build_row(
-            cells,
-            file=file,
-            row=number,
-            defaults=defaults,
-            known_models=known_models,
-            known_hardware=known_hardware,
-        )
-        if isinstance(result, Measurement):
-            rows.append(result)
-        else:
-            rejected.append(result)
-    return MeasurementSet(rows=rows, rejected=rejected)
+    from advisor.calibrate.rowtable import read_table
+
+    table, rejected = read_table(path, defaults=defaults, known_models=known_models, known_hardware=known_hardware)
+    return MeasurementSet(rows=table.measurements(), rejected=rejected)

@@ -12,7 +12,7 @@ absorb the difference.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -53,7 +53,7 @@ class Bucket:
     hw: HardwareProfile
     engine: str  # physics engine
     index: list[int]  # positions in prepare()'s RowPrediction list
-    rows: list[Measurement]  # the measured rows at those positions
+    rows: Sequence[Measurement]  # the measured rows at those positions
     features: Features
     concurrency: np.ndarray
     input_len: np.ndarray
@@ -137,20 +137,17 @@ def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measureme
 
 
 def prepare(rows: list[Measurement]) -> tuple[list[RowPrediction], dict[tuple[str, str], Bucket]]:
-    """Per-row status (reason when not predictable) and the runnable rows bucketed by (hardware, engine)."""
-    cache = _Cache()
-    preds: list[RowPrediction] = []
-    pending: dict[tuple[str, str], list[tuple[int, dict[str, object]]]] = {}
-    for i, row in enumerate(rows):
-        inp, out = row.input_len or DEFAULT_INPUT_LEN, row.output_len or DEFAULT_OUTPUT_LEN
-        feats = _row_features(cache, row, inp, out)
-        p = RowPrediction(row=row, key=(row.hardware, engine_label(row)), input_len=inp, output_len=out,
-                          reason=feats if isinstance(feats, str) else None, notes=_assumptions(row))
-        preds.append(p)
-        if not isinstance(feats, str):
-            pending.setdefault(p.key, []).append((i, feats))
-    buckets = {k: _bucket(preds, cache, k, items) for k, items in pending.items()}
-    return preds, buckets
+    """Per-row status (reason when not predictable) and the runnable rows bucketed by (hardware, engine): the
+    columnar `predict_table.prepare_table`, one record per row."""
+    from advisor.calibrate.predict_table import prepare_table
+    from advisor.calibrate.rowtable import RowTable
+
+    p = prepare_table(RowTable.of(rows), rows)
+    preds = [RowPrediction(row=r, key=(r.hardware, engine_label(r)), input_len=int(p.input_len[i]),
+                           output_len=int(p.output_len[i]), notes=_assumptions(r),
+                           reason=p.reasons[p.reason[i]] if p.reason[i] >= 0 else None)
+             for i, r in enumerate(rows)]
+    return preds, p.buckets
 
 
 def _assumptions(row: Measurement) -> tuple[str, ...]:
@@ -169,20 +166,6 @@ def _row_features(cache: _Cache, row: Measurement, inp: int, out: int) -> dict[s
     if isinstance(hw, str):
         return hw
     return _case_features(cache, found, hw, row, PHYSICS_ENGINE[engine_label(row)], inp, out)
-
-
-def _bucket(preds: list[RowPrediction], cache: _Cache, key: tuple[str, str],
-            items: list[tuple[int, dict[str, object]]]) -> Bucket:
-    hw = cache.hw(key[0])
-    assert not isinstance(hw, str)
-    idx = [i for i, _ in items]
-    rows = [preds[i] for i in idx]
-    return Bucket(hw=hw, engine=PHYSICS_ENGINE[key[1]], index=idx, rows=[r.row for r in rows],
-                  features=Features.stack([f for _, f in items]),
-                  concurrency=np.array([r.row.concurrency for r in rows], float),
-                  input_len=np.array([r.input_len for r in rows], float),
-                  output_len=np.array([r.output_len for r in rows], float),
-                  batched_tokens=Settings().batched_tokens(hw.gpu.memory_bytes))
 
 
 def with_predictions(preds: list[RowPrediction], buckets: Mapping[tuple[str, str], Bucket],

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from advisor.calibrate.predict_rows import METRIC_KEYS, RowPrediction, error_pct
 
-
-def metric_summary(signed: Sequence[float]) -> dict[str, float]:
+def metric_summary(signed: Sequence[float] | np.ndarray) -> dict[str, float]:
     """{n, median_abs_pct, p90_abs_pct, median_signed_pct} of signed % errors (empty -> n=0 only)."""
-    if not signed:
+    if len(signed) == 0:
         return {"n": 0}
     a = np.asarray(signed, float)
     return {"n": int(a.size), "median_abs_pct": round(float(np.median(np.abs(a))), 2),
@@ -20,23 +18,15 @@ def metric_summary(signed: Sequence[float]) -> dict[str, float]:
             "median_signed_pct": round(float(np.median(a)), 2)}
 
 
-def _group(preds: Iterable[RowPrediction]) -> dict[str, dict[str, list[float]]]:
-    out: dict[str, dict[str, list[float]]] = {}
-    for p in preds:
-        for label in (f"{p.key[0]}/{p.key[1]}", "overall"):
-            slot = out.setdefault(label, {m: [] for m in METRIC_KEYS})
-            for m, e in error_pct(p).items():
-                if e is not None:
-                    slot[m].append(e)
-    return out
-
-
-def summarize(preds: Sequence[RowPrediction]) -> dict[str, Any]:
-    """Per 'hardware/engine' and 'overall': rows, predicted rows, and per-metric summaries."""
+def summarize(labels: list[str], label: np.ndarray, predicted: np.ndarray,
+              errors: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Per 'hardware/engine' (`labels[label[i]]` for row i) and 'overall': rows, predicted rows, and per-metric
+    summaries of the signed % errors (`errors[m]`, nan where a row has no error for m)."""
     out: dict[str, Any] = {}
-    groups = _group(preds)
-    for label, errs in sorted(groups.items(), key=lambda kv: (kv[0] == "overall", kv[0])):
-        members = [p for p in preds if label == "overall" or f"{p.key[0]}/{p.key[1]}" == label]
-        out[label] = {"rows": len(members), "predicted": sum(p.predicted is not None for p in members),
-                      **{m: metric_summary(v) for m, v in errs.items()}}
+    groups = [(name, label == j) for j, name in enumerate(labels) if np.any(label == j)]
+    if len(label):
+        groups.append(("overall", np.ones(len(label), bool)))
+    for name, mask in sorted(groups, key=lambda g: (g[0] == "overall", g[0])):
+        out[name] = {"rows": int(mask.sum()), "predicted": int((mask & predicted).sum()),
+                     **{m: metric_summary(e[mask & np.isfinite(e)]) for m, e in errors.items()}}
     return out

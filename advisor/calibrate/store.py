@@ -11,9 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from advisor.cost.terms import Terms
+from advisor.cost.terms import BOUNDS, Terms
+from advisor.engines import MeasuredEngine
 from advisor.errors import AdvisorError
 from advisor.files import write_atomic
 from advisor.hardware import HardwareProfile, known_ids, load_profile
@@ -25,7 +26,7 @@ class Calibration(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     hardware: str
-    engine: str
+    engine: MeasuredEngine
     terms: Terms
     bounds_hit: list[str] = []
     refused: dict[str, str] = {}
@@ -37,6 +38,17 @@ class Calibration(BaseModel):
     tpot_residual_pct: tuple[float, float] | None = None
     method: str = ""
 
+    @model_validator(mode="after")
+    def _within_bounds(self) -> Calibration:
+        """Every term inside the bounds a fit may reach (`advisor.cost.terms.BOUNDS`): a hand-edited 1e12 is not
+        a calibration."""
+        for name, value in self.terms.model_dump().items():
+            lo, hi = BOUNDS[name]
+            if not lo <= value <= hi:
+                raise ValueError(f"terms.{name} = {value:g} is outside the bounds a fit may reach, [{lo:g}, {hi:g}] "
+                                 "(advisor/cost/terms.py BOUNDS)")
+        return self
+
 
 def read_calibration(path: Path) -> Calibration:
     try:
@@ -47,9 +59,10 @@ def read_calibration(path: Path) -> Calibration:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise AdvisorError(f"--calibration {path}: not a calibration file ({type(err).__name__})") from None
     except ValidationError as err:
-        first = err.errors()[0]
+        first = err.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise AdvisorError(f"--calibration {path}: field {where}: {first['msg']}") from None
+        msg = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
+        raise AdvisorError(f"--calibration {path}: {f'field {where}: ' if where else ''}{msg}") from None
 
 
 def shipped_path(hardware: str, engine: str) -> Path:
@@ -62,7 +75,14 @@ def terms_for(hw: HardwareProfile, engine: str, path: str | None = None) -> tupl
         cal = read_calibration(Path(path))
         if cal.hardware != hw.id:
             raise AdvisorError(f"--calibration {path}: fitted for {cal.hardware}, not {hw.id}")
-        return cal.terms, _doc(cal, f"file {path}")
+        if cal.engine != engine:
+            raise AdvisorError(f"--calibration {path}: fitted for {cal.engine}, not --engine {engine} (its terms "
+                               f"absorb {cal.engine}'s scheduler and kernels)")
+        doc = _doc(cal, f"file {path}")
+        if shipped_path(hw.id, engine).exists():
+            shipped = read_calibration(shipped_path(hw.id, engine))
+            doc["replaces"] = f"the shipped {hw.id}/{engine} calibration ({shipped.rows_used} rows)"
+        return cal.terms, doc
     own = shipped_path(hw.id, engine)
     if own.exists():
         cal = read_calibration(own)
@@ -70,8 +90,9 @@ def terms_for(hw: HardwareProfile, engine: str, path: str | None = None) -> tupl
     donor = _nearest(hw, engine)
     if donor is not None:
         cal = read_calibration(shipped_path(donor, engine))
-        return cal.terms, _doc(cal, f"borrowed from {donor} (nearest calibrated profile: same GPU generation "
-                                    f"or interconnect class; no measurements for {hw.id})")
+        doc = _doc(cal, f"borrowed from {donor} (nearest calibrated profile: same GPU generation "
+                        f"or interconnect class; no measurements for {hw.id})")
+        return cal.terms, {**doc, "borrowed_from": donor, "for_hardware": hw.id}
     return Terms(), {"how": "none: priors (no calibration for this hardware and engine)", "rows": 0}
 
 
@@ -94,5 +115,45 @@ def _nearest(hw: HardwareProfile, engine: str) -> str | None:
 
 def write_calibration(cal: Calibration, path: Path) -> None:
     """Write atomically (advisor.files): a failure leaves `path` untouched."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise AdvisorError(f"-o {path.parent}: cannot create the folder ({err.strerror or err})") from None
     write_atomic(path, json.dumps(cal.model_dump(mode="json"), indent=2) + "\n")
+
+
+def replaced(hw: str, engine: str, output: Path) -> list[tuple[Calibration, str]]:
+    """The calibrations a new fit written to `output` would replace, with their names: the file at `output` when
+    it is one of the same (hardware, engine), and the shipped one (which `--calibration output` then overrides)."""
+    out: list[tuple[Calibration, str]] = []
+    try:
+        existing = output.is_file()
+    except (OSError, ValueError):  # a name the OS refuses: writing it will say so
+        existing = False
+    if existing:
+        try:
+            old = read_calibration(output)
+        except AdvisorError:
+            old = None
+        if old is not None and (old.hardware, old.engine) == (hw, engine):
+            out.append((old, f"{output} ({hw}/{engine})"))
+    if shipped_path(hw, engine).exists():
+        out.append((read_calibration(shipped_path(hw, engine)), f"the shipped {hw}/{engine} calibration"))
+    return out
+
+
+def worse_metrics(new_cv: dict[str, dict[str, float]], old_cv: dict[str, dict[str, float]]) -> list[str]:
+    """Where the new fit's held-out median |error| is worse than the old one's, metric by metric (the metrics both
+    measured), in words; a fit with no held-out error at all cannot show it is not worse."""
+    both = [m for m, old in old_cv.items() if old.get("n") and old.get("median_abs_pct") is not None
+            and new_cv.get(m, {}).get("median_abs_pct") is not None]
+    if not both:
+        return ["no held-out error on a metric the old calibration measured (too few rows to cross-validate)"] \
+            if any(v.get("n") for v in old_cv.values()) else []
+    out = []
+    for m in both:
+        new, old = new_cv[m], old_cv[m]
+        if new["median_abs_pct"] > old["median_abs_pct"]:
+            out.append(f"held-out median {m} error {new['median_abs_pct']:g}% (n={int(new['n'])}) vs "
+                       f"{old['median_abs_pct']:g}% (n={int(old['n'])})")
+    return out

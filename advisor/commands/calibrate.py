@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,16 +22,47 @@ def calibrate(
     json_out: opt.Json = False, model: opt.CondModel = None, tp: opt.Tp = None, pp: opt.Pp = None,
     dp: opt.Dp = None, ep: opt.Ep = None, concurrency: opt.CondConcurrency = None,
     weight_dtype: opt.WeightDtypeOpt = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Write the fit even when it informs no term or its held-out error is worse than the "
+                        "calibration it replaces.")] = False,
 ) -> None:
     """Fit bounded efficiency terms to measured rows; report bounds hit, CV error, rows used/rejected.
-    --hw/--engine select the rows and also fill them in for files that do not name them."""
+    --hw/--engine select the rows and also fill them in for files that do not name them. A fit that informs no
+    term, or whose held-out error is worse than the calibration it replaces (the file at -o, else the shipped
+    one), is not written unless --force."""
     defaults = opt.measurement_defaults(model=model, hardware=hw, engine=engine, tp=tp, pp=pp, dp=dp, ep=ep,
                                         concurrency=concurrency, weight_dtype=weight_dtype)
-    emit(calibrate_doc(measurements, hw, engine, output, defaults), json_out, _print)
+    doc = calibrate_doc(measurements, hw, engine, output, defaults, force)
+    for line in doc["warnings"]:
+        print(f"advisor: warning: {line}", file=sys.stderr)
+    emit(doc, json_out, _print)
+
+
+# Held-out median |error| beyond which a fit is worth a warning: the README's accuracy targets (TPOT <= 15%,
+# TTFT <= 25%), tok/s held to the TPOT one.
+TARGET_PCT = {"tpot_ms": 15.0, "ttft_ms": 25.0, "output_tok_s": 15.0}
+
+
+def guard(fit: Any, hw: str, engine: str, output: Path) -> tuple[list[str], list[str]]:
+    """(reasons not to write the fit, warnings): a fit that informs no term; held-out error worse than the
+    calibration it replaces; with nothing to replace, held-out error beyond the README targets."""
+    from advisor.calibrate.store import replaced, worse_metrics
+
+    refuse: list[str] = []
+    if not fit.fitted_:
+        refuse.append(f"the rows inform no term (all {len(fit.refused_)} kept at their priors: "
+                      f"{next(iter(fit.refused_.values()))})")
+    for cal, name in replaced(hw, engine, output) if fit.fitted_ else []:
+        worse = worse_metrics(fit.cv_, cal.cv)
+        if worse:
+            refuse.append(f"{'; '.join(worse)}: worse than {name}, which it would replace")
+    warn = [f"held-out median {m} error {s['median_abs_pct']:g}% is beyond the {TARGET_PCT[m]:g}% target"
+            for m, s in fit.cv_.items() if s.get("median_abs_pct", 0) > TARGET_PCT.get(m, 100)]
+    return refuse, warn
 
 
 def calibrate_doc(files: list[str], hw: str, engine: str, output: Path,
-                  defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+                  defaults: dict[str, Any] | None = None, force: bool = False) -> dict[str, Any]:
     """Fit, write `output`, and return the JSON report (terms, refused, bounds hit, cv, rows used/rejected)."""
     from advisor.calibrate.fit import METHOD, Calibrator
     from advisor.calibrate.measurements import read_measurements
@@ -51,6 +83,10 @@ def calibrate_doc(files: list[str], hw: str, engine: str, output: Path,
         raise AdvisorError(f"{', '.join(files)}: no usable rows for {profile.id}/{engine}: {len(mine)} rows of it, "
                            f"{len(rejected)} rejected{first}")
     fit = Calibrator().fit(bucket)
+    refuse, warnings = guard(fit, profile.id, engine, output)
+    if refuse and not force:
+        raise AdvisorError(f"-o {output}: not written: {'; '.join(refuse)} (--force writes it anyway)")
+    warnings = [f"written anyway (--force): {r}" for r in refuse] + warnings
     versions = sorted({p.row.engine_version for p in preds if p.row.engine_version and not p.reason})
     cal = Calibration(hardware=profile.id, engine=engine, terms=fit.terms_, bounds_hit=fit.bounds_hit_,
                       refused=fit.refused_, rows_used=fit.rows_used_, rows_rejected=len(rejected),
@@ -60,20 +96,24 @@ def calibrate_doc(files: list[str], hw: str, engine: str, output: Path,
     return {"output": str(output), "hardware": profile.id, "engine": engine, "terms": fit.terms_.model_dump(),
             "fitted": fit.fitted_, "refused": fit.refused_, "bounds_hit": fit.bounds_hit_, "cv": fit.cv_,
             "cv_method": fit.cv_method_, "tpot_residual_pct": fit.tpot_residual_pct_, "rows_used": fit.rows_used_,
-            "rows_rejected": rejected, "files": list(files), "engine_versions": versions, "method": cal.method}
+            "rows_rejected": rejected, "files": list(files), "engine_versions": versions, "method": cal.method,
+            "warnings": warnings}
 
 
 def _print(doc: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from advisor.report.units import num, plural
+
     console = Console()
-    t = Table(title=f"Calibration {doc['hardware']}/{doc['engine']} -> {doc['output']} ({doc['rows_used']} rows)")
+    t = Table(title=f"Calibration {doc['hardware']}/{doc['engine']} -> {doc['output']} "
+                    f"({plural(doc['rows_used'], 'row')})")
     for col in ("term", "value", "note"):
         t.add_column(col)
     for k, v in doc["terms"].items():
         note = doc["refused"].get(k) or ("bound hit" if k in doc["bounds_hit"] else "fitted")
-        t.add_row(k, f"{v:.4g}", note)
+        t.add_row(k, num(v), note)
     console.print(t)
     c = Table(title=f"Cross-validated |error| ({doc['cv_method']})")
     for col in ("metric", "n", "median %", "p90 %"):

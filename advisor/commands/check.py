@@ -1,17 +1,28 @@
-"""`advisor check MEASUREMENTS...`: predict every measured row and report signed % errors and a summary."""
+"""`advisor check MEASUREMENTS...`: predict every measured row and report signed % errors and a summary.
+
+Rows are read, predicted and written as columns (`calibrate.rowtable`, `calibrate.predict_table`), so 200k rows
+take seconds, not minutes; rows are made one by one while they are written (`output.Stream`)."""
 
 from __future__ import annotations
 
-from typing import Any
+import math
+import sys
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
 
 from advisor.commands import options as opt
 from advisor.commands.output import emit
 
-_INPUT_KEYS = ("model", "hardware", "engine", "engine_version", "weight_dtype", "tp", "pp", "dp", "ep",
-               "concurrency", "input_len", "output_len", "source", "file", "row")
+if TYPE_CHECKING:
+    from advisor.calibrate.predict_table import Prepared
+    from advisor.report.progress import Progress
+
+METRICS = ("ttft_ms", "tpot_ms", "output_tok_s")
 
 
 def check(measurements: opt.Measurements, calibration: opt.Calibration = None, json_out: opt.Json = False,
+          summary: Annotated[bool, typer.Option("--summary", help="Print only the summary, not every row.")] = False,
           model: opt.CondModel = None, hw: opt.CondHw = None, engine: opt.CondEngine = None, tp: opt.Tp = None,
           pp: opt.Pp = None, dp: opt.Dp = None, ep: opt.Ep = None, concurrency: opt.CondConcurrency = None,
           weight_dtype: opt.WeightDtypeOpt = None) -> None:
@@ -24,76 +35,147 @@ def check(measurements: opt.Measurements, calibration: opt.Calibration = None, j
     least one of ttft_ms, tpot_ms, output_tok_s. A `vllm bench serve --save-result` JSON is read too;
     the condition flags fill what a file does not hold (it has no hardware or plan).
     Example: advisor check advisor/examples/case_study.csv"""
+    from advisor.report.progress import Progress
+
     defaults = opt.measurement_defaults(model=model, hardware=hw, engine=engine, tp=tp, pp=pp, dp=dp, ep=ep,
                                         concurrency=concurrency, weight_dtype=weight_dtype)
-    emit(check_doc(measurements, calibration, defaults), json_out, _print)
+    with Progress("advisor check") as progress:
+        doc = check_doc(measurements, calibration, defaults, progress)
+        if summary:
+            doc = {"summary": doc["summary"]}
+        emit(doc, json_out, lambda d: _print(d, progress))
 
 
-def check_doc(files: list[str], calibration: str | None, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The `check` JSON document: rows (input, measured, predicted, error_pct, reason, calibrated) + summary."""
-    from advisor.calibrate.measurements import read_measurements
-    from advisor.calibrate.predict_rows import METRIC_KEYS, error_pct, prepare, with_predictions
-    from advisor.calibrate.report import summarize
-    from advisor.calibrate.store import terms_for
+def _terms(prep: Prepared, calibration: str | None, files: list[str]) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    """Terms and the `calibrated` note per (hardware, engine) bucket: the --calibration file for the bucket it was
+    fitted for, the shipped (or borrowed) calibration for the others."""
+    from pathlib import Path
 
-    if calibration is not None:
-        from pathlib import Path
+    from advisor.calibrate.store import read_calibration, terms_for
+    from advisor.errors import AdvisorError
 
-        from advisor.calibrate.store import read_calibration
-
-        read_calibration(Path(calibration))  # a corrupted file is an error even when no row uses it
-    sets = [read_measurements(f, defaults=defaults) for f in files]
-    preds, buckets = prepare([r for s in sets for r in s.rows])
+    own = read_calibration(Path(calibration)) if calibration is not None else None  # checked even if unused
+    if own is not None and prep.buckets and (own.hardware, own.engine) not in prep.buckets:
+        raise AdvisorError(f"--calibration {calibration}: fitted for {own.hardware}/{own.engine}, and no predictable "
+                           f"row of {', '.join(files)} is {own.hardware}/{own.engine}")
     terms, how = {}, {}
-    for key, b in buckets.items():
-        terms[key], doc = terms_for(b.hw, key[1], calibration)
+    for key, b in prep.buckets.items():
+        mine = own is not None and (own.hardware, own.engine) == key
+        terms[key], doc = terms_for(b.hw, key[1], calibration if mine else None)
         how[key] = {"how": doc["how"], "rows": doc.get("rows", 0)}
-    preds = with_predictions(preds, buckets, terms)
-    rows: list[dict[str, Any]] = []
-    for p in preds:
-        reason = "; ".join(x for x in (p.reason, *p.notes) if x) or None
-        rows.append({"input": {k: getattr(p.row, k) for k in _INPUT_KEYS},
-                     "measured": {m: getattr(p.row, m) for m in METRIC_KEYS},
-                     "predicted": p.predicted, "error_pct": error_pct(p), "reason": reason,
-                     "calibrated": how.get(p.key) if p.predicted is not None else None})
-    for s in sets:
-        for rej in s.rejected:
-            rows.append({"input": {**{k: rej.raw.get(k) for k in _INPUT_KEYS[:-2]}, "file": rej.file, "row": rej.row},
-                         "measured": {m: rej.raw.get(m) for m in METRIC_KEYS}, "predicted": None,
-                         "error_pct": {m: None for m in METRIC_KEYS}, "reason": f"rejected: {rej.reason}",
-                         "calibrated": None})
-    summary = summarize(preds)
-    summary.setdefault("overall", {})["rejected_rows"] = sum(len(s.rejected) for s in sets)
-    return {"rows": rows, "summary": summary}
+    return terms, how
 
 
-def _fmt(v: Any, pct: bool = False) -> str:
-    if v is None:
-        return "-"
-    return f"{v:+.0f}%" if pct else f"{v:.4g}"
+def check_doc(files: list[str], calibration: str | None, defaults: dict[str, Any] | None = None,
+              progress: Progress | None = None) -> dict[str, Any]:
+    """The `check` document: rows (input, measured, predicted, error_pct, reason, calibrated; made while they are
+    written) + summary."""
+    import numpy as np
+
+    from advisor.calibrate.predict_table import predict, prepare_table
+    from advisor.calibrate.report import summarize
+    from advisor.calibrate.rowtable import RowTable, read_table
+    from advisor.report.check_rows import CheckRows, Computed
+    from advisor.report.progress import Progress
+
+    bar = progress or Progress("", stream=None, delay_s=math.inf)
+    tables, rejected = [], []
+    for f in files:
+        tab, rej = read_table(f, defaults=defaults, progress=lambda n: bar.update("reading rows", n))
+        tables.append(tab)
+        rejected += rej
+    table = RowTable.concat(tables)
+    prep = prepare_table(table)
+    terms, how = _terms(prep, calibration, files)
+    pred = predict(prep, terms, lambda n: bar.update("predicting", n, len(table)))
+    measured = {m: getattr(table, m) for m in METRICS}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        err = {m: 100 * (pred[m] - measured[m]) / measured[m] for m in METRICS}
+    labels = [f"{h}/{e}" for h, e in prep.keys]
+    summ = summarize(labels, prep.key, prep.reason < 0, err)
+    summ.setdefault("overall", {"rows": 0, "predicted": 0})["rejected_rows"] = len(rejected)
+    n = len(table) + len(rejected)
+    computed = Computed(prep=prep, pred=pred, err=err, how=how, note=lambda *k: _note(prep, *k), rejected=rejected)
+    return {"rows": CheckRows(computed, lambda k: bar.update("writing rows", k, n)), "summary": summ}
 
 
-def _print(doc: dict[str, Any]) -> None:
+def _note(prep: Prepared, reason: int, no_input: bool, no_output: bool, trtllm: bool) -> str | None:
+    """The row's reason (why it is not predicted) and what its prediction assumes (`predict_rows._assumptions`)."""
+    from advisor.calibrate.predict_rows import DEFAULT_INPUT_LEN, DEFAULT_OUTPUT_LEN
+
+    parts = [prep.reasons[reason]] if reason >= 0 else []
+    parts += [text for applies, text in (
+        (no_input, f"input_len unknown: assumed {DEFAULT_INPUT_LEN}"),
+        (no_output, f"output_len unknown: assumed {DEFAULT_OUTPUT_LEN}"),
+        (trtllm, "trtllm predicted with vLLM physics; fitted trtllm terms absorb the difference")) if applies]
+    return "; ".join(parts) or None
+
+
+COLS = ("model", "hw/engine", "plan", "C", "in/out", "TTFT ms meas / pred (err)", "TPOT ms meas / pred (err)",
+        "tok/s meas / pred (err)", "note")
+WIDTHS = [34, 36, 20, 5, 11, 28, 26, 28]
+
+
+def _print(doc: dict[str, Any], progress: Progress) -> None:
+    """Rows as one line each (never wrapped; on a terminal, cut to its width), then the summary table."""
+    import shutil
+
+    out = sys.stdout
+    if "rows" in doc:
+        tty = out.isatty()
+        if tty:
+            progress.close()
+            progress.on = False  # the rows go to the same terminal
+        width = shutil.get_terminal_size().columns if tty else 0
+        head = "  ".join(c.ljust(w) for c, w in zip(COLS, WIDTHS, strict=False)) + "  " + COLS[-1]
+        out.write("Measured vs predicted (signed error)\n" + _cut(head, width) + "\n")
+        chunk: list[str] = []
+        rows = doc["rows"]
+        for k, cells in enumerate(rows.lines(WIDTHS), start=1):
+            line = "  ".join(c.ljust(w) for c, w in zip(cells, WIDTHS, strict=False)) + "  " + cells[-1]
+            chunk.append(_cut(line.rstrip(), width))
+            if rows.progress is not None and not k % 4096:
+                rows.progress(k)
+            if len(chunk) >= 2048:
+                out.write("\n".join(chunk) + "\n")
+                chunk.clear()
+        if chunk:
+            out.write("\n".join(chunk) + "\n")
+        out.flush()
+    _print_summary(doc["summary"])
+
+
+def _cut(line: str, width: int) -> str:
+    return line if not width or len(line) <= width else line[: width - 1] + "…"
+
+
+SUMMARY_COLS = ("hardware/engine", "rows", "predicted", "metric", "n", "median |err| %", "p90 |err| %")
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    """One line per (hardware/engine, metric) measured; columns that do not fit the width are left out, named."""
     from rich.console import Console
-    from rich.table import Table
 
+    from advisor.report.fitwidth import Col, fitted_table, say_dropped
+    from advisor.report.units import plural
+
+    names = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "output_tok_s": "tok/s"}
+    cells = []
+    for label, g in summary.items():
+        shown: list[str | None] = [m for m in METRICS if g.get(m, {}).get("n")] or [None]
+        for j, m in enumerate(shown):
+            stats = g.get(m, {}) if m else {}
+            cells.append([label if not j else "", f"{g.get('rows', 0):,}" if not j else "",
+                          f"{g.get('predicted', 0):,}" if not j else "", names.get(m or "", "-"),
+                          f"{stats.get('n', 0):,}", str(stats.get("median_abs_pct", "-")),
+                          str(stats.get("p90_abs_pct", "-"))])
+    cols = [Col(SUMMARY_COLS[0], 10, fold=True), Col("rows", 5, right=True), Col("predicted", 4, right=True),
+            Col("metric", 9), Col("n", 8, right=True), Col("median |err| %", 9, right=True),
+            Col("p90 |err| %", 7, right=True)]
     console = Console()
-    t = Table(title="Measured vs predicted (signed error)")
-    for col in ("model", "hw/engine", "plan", "C", "in/out", "TTFT ms", "TPOT ms", "tok/s", "note"):
-        t.add_column(col)
-    for r in doc["rows"]:
-        i, m, p, e = r["input"], r["measured"], r["predicted"] or {}, r["error_pct"]
-        cells = [f"{_fmt(m[k])} / {_fmt(p.get(k))} ({_fmt(e[k], True)})"
-                 for k in ("ttft_ms", "tpot_ms", "output_tok_s")]
-        plan = f"TP{i['tp']} PP{i['pp']} DP{i['dp']} EP{i['ep']}"
-        t.add_row(str(i["model"]), f"{i['hardware']}/{i['engine'] or 'vllm'}", plan, str(i["concurrency"]),
-                  f"{i['input_len'] or '?'}/{i['output_len'] or '?'}", *cells, r["reason"] or "")
-    console.print(t)
-    s = Table(title="Summary: n, median |err| %, p90 |err| %")
-    for col in ("hardware/engine", "rows", "predicted", "TTFT", "TPOT", "tok/s"):
-        s.add_column(col)
-    for label, g in doc["summary"].items():
-        cells = [f"{g.get(k, {}).get('n', 0)}, {g.get(k, {}).get('median_abs_pct', '-')}, "
-                 f"{g.get(k, {}).get('p90_abs_pct', '-')}" for k in ("ttft_ms", "tpot_ms", "output_tok_s")]
-        s.add_row(label, str(g.get("rows", 0)), str(g.get("predicted", 0)), *cells)
-    console.print(s)
+    table, dropped = fitted_table(console, "Summary: signed error of the predicted rows", cols, cells)
+    console.print(table)
+    say_dropped(console, dropped)
+    rejected = summary.get("overall", {}).get("rejected_rows", 0)
+    if rejected:
+        console.print(f"{plural(rejected, 'row')} rejected (reasons in the rows above, or --json)", highlight=False)

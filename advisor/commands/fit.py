@@ -19,10 +19,9 @@ def fit(models: opt.Models = None, hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus =
     """Memory per GPU for each model and plan as the engine accounts it: weights, activation peak, non-torch
     and CUDA-graph memory, KV room and concurrency, with the start-up log lines the engine would print
     ("Model loading took", "Available KV cache memory", "GPU KV cache size", "Maximum concurrency")."""
-    from advisor import catalog
+    from advisor.commands.models import resolve_models
     from advisor.cost.sweep import fit_result, make_case, node_gpus
     from advisor.report.tables import fit_table
-    from advisor.resolve import resolve
 
     profile = opt.hardware(hw, gpus)
     settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine,
@@ -30,8 +29,8 @@ def fit(models: opt.Models = None, hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus =
     plan = opt.plan_from_flags(tp, pp, dp, ep)
     n = node_gpus(profile, gpus)
     docs = []
-    for ref in models or catalog.ids():
-        r = resolve(ref)
+    found, _ = resolve_models(models)
+    for r in found:
         if max_model_len is not None:
             opt.check_lengths(r.arch.max_context, r.arch.model, 1, 0, max_model_len)
         for p in [plan] if plan else default_plans(n, r.arch.moe is not None):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ import typer
 
 from advisor.commands.output import emit
 from advisor.errors import AdvisorError
+from advisor.report.units import plural
 
 hw_app = typer.Typer(
     help="Hardware profiles: list, show, import nvidia-smi topo / nccl-tests output.", no_args_is_help=True
@@ -151,9 +153,9 @@ def _topology_and_collectives(hw: Any, doc: dict[str, Any]) -> None:
             c.backend,
             str(c.gpus),
             c.path,
-            f"{c.small_latency_us:.1f}, {c.small_busbw_gbps:.1f}",
+            f"{c.small_latency_us:.1f}, {_busbw(c.small_busbw_gbps)}",
             f"{c.switch_bytes:,.0f}",
-            f"{c.large_latency_us:.1f}, {c.large_busbw_gbps:.1f}",
+            f"{c.large_latency_us:.1f}, {_busbw(c.large_busbw_gbps)}",
             err,
         )
     con.print(t)
@@ -258,6 +260,16 @@ def import_nccl_cmd(
         raise AdvisorError("-o needs --hw ID (the base profile to copy)")
     table, fit = fit_nccl_file(file, op, gpus)
     doc = summary(table, fit, file)
+    warnings: list[str] = []
+    if hw_ref is not None:
+        from advisor.hardware import load_profile
+        from advisor.hardware.nccl_import import device_mismatch
+
+        other = device_mismatch(table.device, load_profile(hw_ref).gpu.name)
+        if other:
+            warnings.append(other)
+            print(f"advisor: warning: {other}", file=sys.stderr)
+    doc["warnings"] = warnings
     if output is not None:
         _write_profile_copy(hw_ref, output, fit, file, fit.points)
         doc["written"] = str(output)
@@ -267,14 +279,21 @@ def import_nccl_cmd(
 def _nccl_lines(file: Path, table: Any, fit: Any, doc: dict[str, Any]) -> None:
     con = _console()
     con.print(
-        f"{file}: {fit.op} on {fit.gpus} GPUs ({table.device or 'device not stated'}), {fit.points} rows"
+        f"{file}: {fit.op} on {fit.gpus} GPUs ({table.device or 'device not stated'}), {plural(fit.points, 'row')}"
         + (f", skipped {table.skipped_rows} unreadable row(s)" if table.skipped_rows else "")
     )
     con.print(
-        f"latency floor {fit.small_latency_us:.2f} us, bus bandwidth {fit.large_busbw_gbps:.2f} GB/s "
-        f"(small regime {fit.small_busbw_gbps:.2f} GB/s below {fit.switch_bytes:,.0f} B, large-regime floor "
+        f"latency floor {fit.small_latency_us:.2f} us, bus bandwidth {_busbw(fit.large_busbw_gbps)} "
+        f"(small regime {_busbw(fit.small_busbw_gbps)} below {fit.switch_bytes:,.0f} B, large-regime floor "
         f"{fit.large_latency_us:.2f} us); fit error median {fit.median_abs_err_pct}% "
-        f"p90 {fit.p90_abs_err_pct}%"
+        f"p90 {fit.p90_abs_err_pct}%", highlight=False
     )
     if "written" in doc:
         con.print(f"wrote {doc['written']}")
+
+
+def _busbw(gbps: float) -> str:
+    """A fitted bus bandwidth; at the fit's ceiling the regime showed no size dependence (latency only)."""
+    from advisor.hardware.fit import MAX_BUSBW_GBPS
+
+    return "latency only (no size dependence)" if gbps >= MAX_BUSBW_GBPS else f"{gbps:,.2f} GB/s"

@@ -13,10 +13,10 @@ if TYPE_CHECKING:
 
 def inspect(models: opt.Models = None, json_out: opt.Json = False) -> None:
     """Read config.json into the normalized architecture: layers, attention, experts, params, bytes."""
-    from advisor import catalog
-    from advisor.resolve import resolve
+    from advisor.commands.models import resolve_models
 
-    docs = [inspect_doc(resolve(ref)) for ref in models or catalog.ids()]
+    found, _ = resolve_models(models)
+    docs = [inspect_doc(r) for r in found]
     from advisor.report.tables import inspect_table
 
     emit(docs, json_out, inspect_table)
@@ -37,6 +37,9 @@ def inspect_doc(r: Resolved) -> dict[str, Any]:
     return {
         "model": a.model, "source": r.source, "architecture": a.architecture, "num_layers": a.num_layers,
         "hidden_size": a.hidden_size, "attention": a.attention, "layer_kinds": a.layer_kinds,
+        # decoder layers with no attention or mamba mixer (Nemotron-H's MLP-only blocks): the mixer counts above
+        # plus this add up to num_layers
+        "mlp_only_layers": a.num_layers - sum(g.layers for g in a.attn_groups),
         "num_attention_heads": a.num_attention_heads, "num_kv_heads": a.num_kv_heads, "head_dim": a.head_dim,
         "moe": moe, "total_params": a.total_params, "active_params": a.active_params,
         "active_params_excl_embedding": a.active_params_excl_embedding,

@@ -19,17 +19,17 @@ def predict(model: opt.Model, hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus = None
     import numpy as np
 
     from advisor.calibrate.store import terms_for
+    from advisor.commands.models import resolve_models
     from advisor.cost.plan import Plan
     from advisor.cost.prediction import Workload
     from advisor.cost.sweep import evaluate, make_case, not_running
     from advisor.report.tables import predict_panel
-    from advisor.resolve import resolve
 
     profile = opt.hardware(hw, gpus)
     settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine,
                             input_len + output_len, engine_version)
     plan = opt.plan_from_flags(tp, pp, dp, ep) or Plan(tp=gpus or profile.topology.num_gpus)
-    r = resolve(model)
+    (r,), _ = resolve_models([model])
     opt.check_lengths(r.arch.max_context, r.arch.model, input_len, output_len, max_model_len)
     terms, calibrated = terms_for(profile, engine, calibration)
     case = make_case(r.arch, plan, profile, settings, gpus, r.source)

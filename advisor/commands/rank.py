@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 CSV_COLUMNS = ("rank", "model", "plan", "fits", "score", "ttft_ms", "tpot_ms", "per_user_tok_s", "output_tok_s",
                "collectives_per_step", "allreduce_bytes_per_token", "kv_cache_tokens", "bottleneck", "reason",
-               "command", "why")
+               "command", "command_notes", "why")
 
 
 def rank(
@@ -81,12 +81,13 @@ def rank(
 def _candidates(models: list[str] | None, q: Query, max_model_len: int | None
                 ) -> tuple[list[Resolved], list[Unranked]]:
     """Models that resolve and whose context holds the request; the others with the reason."""
-    from advisor import catalog
+    from advisor.commands.models import problem, resolve_models
     from advisor.decide.choose import Unranked
-    from advisor.resolve import resolve_all
+    from advisor.errors import NotFound
 
-    resolved, missing = resolve_all(models or catalog.ids())
-    unknown = [Unranked(model=ref, reason=why) for ref, why in missing.items()]
+    resolved, missing = resolve_models(models, warn=False)  # reported in the ranking itself
+    unknown = [Unranked(model=ref, found=not isinstance(err, NotFound),
+                        reason=problem(ref, err).removeprefix(f"{ref}: ")) for ref, err in missing.items()]
     good = []
     for r in resolved:
         try:
@@ -120,4 +121,5 @@ def _csv(ranking: Ranking) -> None:
     for d in [*ranking.rows, *ranking.unranked]:
         row = d.model_dump(mode="json")
         plan = row.get("plan")
-        w.writerow({**row, "plan": plan["label"] if plan else ""})
+        notes = " | ".join(row.get("command_notes", []))
+        w.writerow({**row, "plan": plan["label"] if plan else "", "command_notes": notes})

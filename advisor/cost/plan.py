@@ -2,7 +2,7 @@
 
 Rules and their vLLM sources:
 - heads % TP (`QKVParallelLinear`); KV heads either split (kv % TP) or replicated (TP % kv)
-- EP size is TP x DP with `--enable-expert-parallel` (`FusedMoEParallelConfig.make`); experts % EP
+- EP size is exactly TP x DP with `--enable-expert-parallel` (`FusedMoEParallelConfig.make`); experts % EP
 - block-FP8 MoE: (I / moe_tp) % 128 (`fp8.py:Fp8MoEMethod.create_weights`); INT4 group g: (I / tp) % g;
   NVFP4: (K / tp) % 16 (`modelopt.py`)
 - GPUs used <= GPUs in the node; PP stages <= layers
@@ -61,8 +61,9 @@ def invalid_reason(arch: ModelArch, plan: Plan, num_gpus: int, weights: tuple[We
     if plan.ep > 1:
         if moe is None:
             return "EP needs a mixture-of-experts model"
-        if (plan.tp * plan.dp) % plan.ep:
-            return f"EP{plan.ep} does not divide TP x DP = {plan.tp * plan.dp}"
+        if plan.ep != plan.tp * plan.dp:
+            return (f"EP{plan.ep} is not TP x DP = {plan.tp * plan.dp}: vLLM's expert-parallel group is all TP x DP "
+                    "ranks (--enable-expert-parallel, FusedMoEParallelConfig.make)")
         if moe.num_experts % plan.ep:
             return f"{moe.num_experts} experts are not divisible by EP{plan.ep}"
     return _shape_reason(arch, plan, weights)

@@ -108,7 +108,9 @@ class Prediction(FitResult):
     tpot_ms: float | None = None
     per_user_tok_s: float | None = None
     output_tok_s: float | None = None
-    running_sequences: int | None = None
+    running_sequences: int | None = None  # requests decoding at once (all DP ranks)
+    queued_requests: int | None = None  # users waiting for a slot: workload.concurrency - running_sequences
+    queueing: str | None = None  # why requests queue (KV room or max_num_seqs) and what it does to TTFT; None if not
     allreduces_per_step: int | None = None
     collectives_per_step: int | None = None
     allreduce_bytes_per_token: float | None = None

@@ -66,7 +66,9 @@ def make_case(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settin
     n = node_gpus(hw, gpus)
     weights = requantize(arch, settings.weight_dtype)
     invalid = invalid_reason(arch, plan, n, weights)
-    mem = memory_fit(arch, plan, hw, settings, weights) if plan.gpus <= n else None
+    # memory of a plan the engine cannot even form (EP other than TP x DP) is undefined: reason only
+    formable = plan.ep in (1, plan.tp * plan.dp)
+    mem = memory_fit(arch, plan, hw, settings, weights) if plan.gpus <= n and formable else None
     return Case(arch=arch, plan=plan, weights=weights, invalid=invalid, memory=mem, source=source)
 
 
@@ -128,6 +130,7 @@ class Sweep:
     output_len: np.ndarray
     out: dict[str, np.ndarray]
     calibrated: dict[str, Any]
+    num_seqs: int = 0  # the engine's max_num_seqs per DP rank the evaluation assumed
 
     def series(self, name: str, i: int, k: int = 0) -> np.ndarray:
         """One result over the concurrency grid for case i at length index k."""
@@ -159,6 +162,7 @@ class Sweep:
             ttft_ms=float(o["ttft_s"][i, c, k]) * 1e3, tpot_ms=tpot,
             per_user_tok_s=float(o["per_user_tok_s"][i, c, k]), output_tok_s=float(o["output_tok_s"][i, c, k]),
             running_sequences=int(o["running"][i, c, k]),
+            **self._queueing(i, concurrency, int(o["running"][i, c, k]), k),
             allreduces_per_step=int(ar["calls"]),
             collectives_per_step=sum(x.calls for x in colls if x.group > 1),
             allreduce_bytes_per_token=ar["payload_bytes_per_token"],
@@ -168,6 +172,22 @@ class Sweep:
             prefill_interference_ms=float(o["prefill_interference_s"][i, c, k]) * 1e3,
             bottleneck=max(breakdown, key=lambda n: breakdown[n]), interval=interval,
             collectives=collective_docs(colls))
+
+
+    def _queueing(self, i: int, users: int, running: int, k: int) -> dict[str, Any]:
+        """Users beyond what the engine runs at once wait for a slot (closed loop, `timing.serve`): how many,
+        what limits the running batch, and that TTFT includes the wait."""
+        queued = max(users - running, 0)
+        if not queued:
+            return {"queued_requests": 0, "queueing": None}
+        dp = self.cases[i].plan.dp
+        per_rank = -(-running // dp)
+        seq = int(self.input_len[k] + self.output_len[k])
+        limit = (f"vLLM's max_num_seqs {self.num_seqs} per DP rank" if self.num_seqs and per_rank >= self.num_seqs
+                 else f"KV cache room for {per_rank:,} sequences of {seq:,} tokens per DP rank")
+        return {"queued_requests": queued,
+                "queueing": f"{running:,} of {users:,} users run at once ({limit}); {queued:,} wait in the queue, "
+                            "so TTFT includes the wait and tok/s per user counts decoding only"}
 
 
 def evaluate(cases: list[Case], hw: HardwareProfile, settings: Settings, terms: Terms, concurrency: np.ndarray,
@@ -180,7 +200,8 @@ def evaluate(cases: list[Case], hw: HardwareProfile, settings: Settings, terms: 
                 outp[None, None, :], settings.batched_tokens(hw.gpu.memory_bytes))
     frozen = {k: _readonly(v) for k, v in out.items()}
     return Sweep(cases=tuple(cases), hw=hw, concurrency=_readonly(conc), input_len=_readonly(inp),
-                 output_len=_readonly(outp), out=frozen, calibrated=calibrated or {"how": "none", "rows": 0})
+                 output_len=_readonly(outp), out=frozen, calibrated=calibrated or {"how": "none", "rows": 0},
+                 num_seqs=settings.num_seqs(hw.gpu.memory_bytes))
 
 
 def _memory(case: Case) -> MemoryFit:

@@ -13,8 +13,8 @@ from advisor.cost.prediction import Prediction
 from advisor.cost.sweep import Case, Sweep, all_cases, evaluate
 from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
-from advisor.decide.command import serve_command
-from advisor.decide.explain import plan_constraints, unfit_reason, why
+from advisor.decide.command import Serving, serve_command
+from advisor.decide.explain import compare, plan_constraints, unfit_reason, verdict, why
 from advisor.decide.query import Query
 from advisor.hardware import HardwareProfile
 from advisor.resolve import Resolved
@@ -26,8 +26,12 @@ class RankedPlan(Prediction):
     rank: int
     score: float
     objective: str
+    meets: bool  # goodput: some concurrency up to the asked one keeps TPOT/TTFT within the limits (else True)
+    miss: float  # goodput plans that do not meet: how far the closest point is beyond the limits (1.5 = 50% over)
     constraints: list[str]
     command: str
+    command_notes: list[str]  # what the command needs beyond itself (a pre-quantized checkpoint) and how the GPU
+    # runs the weight format
     why: str
 
 
@@ -38,6 +42,7 @@ class Unranked(BaseModel):
 
     model: str
     source: str | None = None
+    found: bool = True  # False: no source holds the model (the reason says "not found")
     fits: bool = False
     reason: str
     rank: None = None
@@ -49,6 +54,8 @@ class Ranking:
     unranked: tuple[Unranked, ...]
     sweep: Sweep | None  # every runnable plan of every ranked model over the query's grid
     query: Query
+    verdict: str | None = None  # when no plan meets the query's limits: that, and the closest plan
+    comparison: str | None = None  # how #1 beats #2, by the computed difference that matters most
 
     def best_and_others(self) -> list[tuple[str, int, bool]]:
         """(model, case index in the sweep, is the ranked plan) for each ranked model's runnable plans, ranked
@@ -67,7 +74,8 @@ class Ranking:
 
 def rank(resolved: list[Resolved], hw: HardwareProfile, settings: Settings, terms: Terms, q: Query,
          calibrated: dict[str, Any], gpus: int | None = None, all_plans: bool = False) -> Ranking:
-    """Best plan per model (every runnable plan with `all_plans`), sorted by score."""
+    """Best plan per model (every runnable plan with `all_plans`): plans that meet the query first, by score;
+    then (goodput) the ones that miss its limits, closest first."""
     per_model = {r.arch.model: all_cases(r.arch, hw, settings, gpus, r.source) for r in resolved}
     runnable = [c for cases in per_model.values() for c in cases if c.runs]
     unfit = [Unranked(model=r.arch.model, source=r.source, reason=unfit_reason(per_model[r.arch.model], hw))
@@ -77,45 +85,71 @@ def rank(resolved: list[Resolved], hw: HardwareProfile, settings: Settings, term
     grid = np.array(q.grid(), dtype=float)
     sweep = evaluate(runnable, hw, settings, terms, grid, np.array([q.input_len]), np.array([q.output_len]),
                      calibrated)
-    scores, cidx = _scores(sweep, grid, q)
+    s = _scores(sweep, grid, q)
     rows: list[RankedPlan] = []
     for name, cases in per_model.items():
         idx = [i for i, c in enumerate(runnable) if c.arch.model == name]
-        order = sorted(idx, key=lambda i: (-scores[i], runnable[i].plan.gpus))
+        order = sorted(idx, key=lambda i: (not s.meets[i], -s.score[i], s.miss[i], runnable[i].plan.gpus))
         for i in order if all_plans else order[:1]:
-            rows.append(_row(sweep, i, int(grid[cidx[i]]), cases, settings, q, float(scores[i])))
-    rows.sort(key=lambda d: -d.score)
+            rows.append(_row(sweep, i, int(grid[s.col[i]]), cases, settings, q, s, float(s.score[i])))
+    rows.sort(key=lambda d: (not d.meets, -d.score, d.miss))
     ranked = tuple(r.model_copy(update={"rank": n}) for n, r in enumerate(rows, 1))
-    return Ranking(rows=ranked, unranked=tuple(unfit), sweep=sweep, query=q)
+    return Ranking(rows=ranked, unranked=tuple(unfit), sweep=sweep, query=q, verdict=verdict(ranked, q),
+                   comparison=compare(ranked[0], ranked[1], q) if len(ranked) > 1 else None)
 
 
-def _scores(sweep: Sweep, grid: np.ndarray, q: Query) -> tuple[np.ndarray, np.ndarray]:
-    """Score per case and the concurrency index it is reported at."""
+@dataclass(frozen=True)
+class Scores:
+    """Per case: the score, the concurrency column it is reported at, whether it meets the query's limits, and
+    by how much the closest point misses them (max of TPOT/limit, TTFT/limit; 0 when it meets)."""
+
+    score: np.ndarray
+    col: np.ndarray
+    meets: np.ndarray
+    miss: np.ndarray
+
+
+def _scores(sweep: Sweep, grid: np.ndarray, q: Query) -> Scores:
     o = sweep.out
     n = o["tpot_s"].shape[0]
-    if q.objective == "latency":
-        c = int(np.searchsorted(grid, 1))
-        return o["per_user_tok_s"][:, c, 0], np.full(n, c)
-    if q.objective == "throughput":
-        c = int(np.searchsorted(grid, q.concurrency))
-        return o["output_tok_s"][:, c, 0], np.full(n, c)
-    ok = np.ones_like(o["tpot_s"][:, :, 0], dtype=bool)
+    if q.objective in ("latency", "throughput"):
+        c = int(np.searchsorted(grid, 1 if q.objective == "latency" else q.concurrency))
+        key = "per_user_tok_s" if q.objective == "latency" else "output_tok_s"
+        return Scores(o[key][:, c, 0], np.full(n, c), np.ones(n, bool), np.zeros(n))
+    over = np.zeros_like(o["tpot_s"][:, :, 0])  # how far each point is beyond the limits (<= 1: within)
     if q.max_tpot_ms is not None:
-        ok &= o["tpot_s"][:, :, 0] * 1e3 <= q.max_tpot_ms
+        over = np.maximum(over, o["tpot_s"][:, :, 0] * 1e3 / q.max_tpot_ms)
     if q.max_ttft_ms is not None:
-        ok &= o["ttft_s"][:, :, 0] * 1e3 <= q.max_ttft_ms
-    ok &= grid[None, :] <= q.concurrency
+        over = np.maximum(over, o["ttft_s"][:, :, 0] * 1e3 / q.max_ttft_ms)
+    over = np.where(grid[None, :] <= q.concurrency, over, np.inf)
+    ok = over <= 1
     good = np.where(ok, o["output_tok_s"][:, :, 0], 0.0)
-    return good.max(axis=1), good.argmax(axis=1)
+    meets = np.asarray(ok.any(axis=1))
+    col = np.where(meets, good.argmax(axis=1), over.argmin(axis=1))
+    miss = np.where(meets, 0.0, over.min(axis=1))
+    return Scores(good.max(axis=1), col, meets, miss)
 
 
-def _row(sweep: Sweep, i: int, concurrency: int, cases: list[Case], settings: Settings, q: Query,
+def _only_experts_converted(case: Case, settings: Settings) -> bool:
+    """Whether --weight-dtype changes the routed experts' format and no other group's (what SGLang's
+    nvfp4_online does)."""
+    before = {w.name: w.fmt for w in case.arch.weights}
+    changed = {w.name for w in case.weights if before.get(w.name) != w.fmt}
+    return settings.weight_dtype is not None and changed <= {"routed_experts"}
+
+
+def _row(sweep: Sweep, i: int, concurrency: int, cases: list[Case], settings: Settings, q: Query, s: Scores,
          score: float) -> RankedPlan:
     case = sweep.cases[i]
     pred = sweep.at(i, concurrency)
     mem = case.memory
     assert mem is not None
-    command = serve_command(case.arch.model, case.plan, sweep.hw, settings, mem.max_model_len, mem.kv_dtype,
-                            case.arch.kv_dtype)
-    return RankedPlan(**dict(pred), rank=0, score=score, objective=q.objective,
-                      constraints=plan_constraints(case, cases, sweep.hw), command=command, why=why(pred, case))
+    serving = Serving(model=case.arch.model, plan=case.plan, max_model_len=mem.max_model_len, kv_dtype=mem.kv_dtype,
+                      checkpoint_dtype=case.arch.weight_dtype, remote_code=case.arch.remote_code,
+                      memory_fraction=mem.budget.utilization, moe=case.arch.moe is not None,
+                      moe_only_groups=_only_experts_converted(case, settings))
+    cmd = serve_command(serving, sweep.hw, settings)
+    meets = bool(s.meets[i])
+    return RankedPlan(**dict(pred), rank=0, score=score, objective=q.objective, meets=meets,
+                      miss=float(s.miss[i]), constraints=plan_constraints(case, cases, sweep.hw), command=cmd.command,
+                      command_notes=list(cmd.notes), why=why(pred, case, None if meets else q))

@@ -25,6 +25,12 @@ class Query(BaseModel):
     def grid(self) -> tuple[int, ...]:
         return tuple(sorted(set(GRID) | {self.concurrency}))
 
+    def limits(self) -> str:
+        """The goodput limits in words, e.g. "TPOT <= 30 ms and TTFT <= 2000 ms" (empty for other objectives)."""
+        parts = [f"{name} <= {v:g} ms" for name, v in (("TPOT", self.max_tpot_ms), ("TTFT", self.max_ttft_ms))
+                 if v is not None]
+        return " and ".join(parts)
+
     def describe(self) -> str:
         """What the score measures, for table titles."""
         return {"latency": "single-user tok/s", "throughput": f"total tok/s at {self.concurrency} users",

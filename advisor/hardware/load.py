@@ -27,20 +27,32 @@ def known_ids() -> list[str]:
     return sorted(p.stem for p in profiles_dir().glob("*.toml"))
 
 
+def _is_file(path: Path) -> bool:
+    """`path.is_file()`, False where the OS refuses the name (too long, a NUL byte) instead of raising."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def _looks_like_path(ref: str) -> bool:
-    return ref.endswith(".toml") or "/" in ref or "\\" in ref or Path(ref).is_file()
+    return ref.endswith(".toml") or "/" in ref or "\\" in ref or _is_file(Path(ref))
+
+
+def _short(ref: str) -> str:
+    return ref if len(ref) <= 80 else f"{ref[:60]}... ({len(ref)} characters)"
 
 
 def resolve_profile_path(ref: str) -> Path:
     """Map an id or a path to a profile file; unknown ids list the known ones."""
     if _looks_like_path(ref):
         path = Path(ref).expanduser()
-        if not path.is_file():
-            raise AdvisorError(f"--hw {ref}: no such profile file")
+        if not _is_file(path):
+            raise AdvisorError(f"--hw {_short(ref)}: no such profile file")
         return path
     path = profiles_dir() / f"{ref}.toml"
-    if not path.is_file():
-        raise AdvisorError(f"unknown hardware id {ref!r}; known ids: {', '.join(known_ids())}")
+    if not _is_file(path):
+        raise AdvisorError(f"unknown hardware id {_short(ref)!r}; known ids: {', '.join(known_ids())}")
     return path
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from advisor.errors import AdvisorError
 from advisor.hardware.fit import Fit, fit_collective
+from advisor.hardware.nccl_infer import USED, Row, candidates
 from advisor.hardware.textfile import read_tool_text
 
 WHAT = "nccl-tests output (e.g. all_reduce_perf)"
@@ -42,9 +43,11 @@ class NcclTable:
     times_ip_us: list[float] = field(default_factory=list)
     busbw_gbps: list[float] = field(default_factory=list)
     skipped_rows: int = 0
+    rows: list[Row] = field(default_factory=list)  # the cells that identify the collective (`nccl_infer`)
 
 
 def _op_from(text: str, path: Path) -> str | None:
+    """The op a "Collective test starting" line or the file name states."""
     m = re.search(r"Collective test starting:\s*(\w+?)_perf", text)
     names = [m.group(1)] if m else []
     names.append(path.name.lower())
@@ -53,6 +56,22 @@ def _op_from(text: str, path: Path) -> str | None:
             if key in name:
                 return op
     return None
+
+
+def _identity(toks: list[str], cols: list[str], size: float) -> Row:
+    """The row's count, type, redop, root, algbw and busbw (first, out-of-place, columns) where present."""
+    def cell(name: str) -> str | None:
+        return toks[cols.index(name)] if name in cols else None
+
+    def num(name: str) -> float | None:
+        try:
+            return float(cell(name) or "")
+        except ValueError:
+            return None
+
+    root = num("root")
+    return Row(size=size, count=num("count"), dtype=cell("type"), redop=cell("redop"),
+               root=int(root) if root is not None else None, algbw=num("algbw"), busbw=num("busbw"))
 
 
 def _gpus_from(text: str) -> int | None:
@@ -112,6 +131,7 @@ def parse_nccl_tests(path: Path) -> NcclTable:
             table.skipped_rows += 1
             continue
         table.sizes.append(row[0])
+        table.rows.append(_identity(ln.split(), cols, row[0]))
         table.times_oop_us.append(row[1])
         table.times_ip_us.append(row[2] if row[2] is not None else float("nan"))
         table.busbw_gbps.append(row[3])
@@ -124,29 +144,49 @@ def parse_nccl_tests(path: Path) -> NcclTable:
 
 
 def fit_nccl_file(path: Path, op: str | None = None, gpus: int | None = None) -> tuple[NcclTable, Fit]:
-    """Parse and fit; `op`/`gpus` override what the file says (and are required when it says nothing)."""
+    """Parse and fit. The GPU count is the file's (`--gpus` only where it says none, never against it); the op is
+    `op`, else what a "Collective test starting" line says, else what the table shows (`nccl_infer`), with the
+    file name choosing between look-alikes."""
     table = parse_nccl_tests(path)
-    named = re.search(r"Collective test starting:\s*(\w+?)_perf", read_tool_text(path, WHAT))
-    if named and not any(k in named.group(1) for k in TEST_OPS) and op is None:
-        raise AdvisorError(
-            f"{path}: {named.group(1)}_perf is not a collective the cost model uses "
-            f"({', '.join(k + '_perf' for k in TEST_OPS)})"
-        )
-    op = op or table.op
+    text = read_tool_text(path, WHAT)
+    if gpus is not None and table.gpus is not None and gpus != table.gpus:
+        raise AdvisorError(f"--gpus {gpus}: {path} was measured on {table.gpus} GPUs (its nGpus/Rank lines); a fit on "
+                           f"{table.gpus} GPUs cannot stand for {gpus}")
     n = gpus or table.gpus
-    if op is None:
-        raise AdvisorError(
-            f"{path}: cannot tell which collective this is; pass --op "
-            f"({', '.join(sorted(set(TEST_OPS.values())))})"
-        )
-    if op not in TEST_OPS.values():
-        raise AdvisorError(f"--op {op}: expected one of {', '.join(sorted(set(TEST_OPS.values())))}")
     if n is None or n < 2:
         raise AdvisorError(f"{path}: cannot tell the GPU count (no 'nGpus' or 'Rank' lines); pass --gpus N")
+    op = op or _op_of(table, text, path, n)
+    if op not in TEST_OPS.values():
+        raise AdvisorError(f"--op {op}: expected one of {', '.join(sorted(set(TEST_OPS.values())))}")
     if len(table.sizes) < 2:
         raise AdvisorError(f"{path}: only {len(table.sizes)} valid row; need at least 2 sizes to fit")
     fit = fit_collective(op, n, np.array(table.sizes), np.array(table.times_oop_us))
     return table, fit
+
+
+def _op_of(table: NcclTable, text: str, path: Path, n: int) -> str:
+    """The collective the file measured, or a one-line error saying why it cannot tell (or that it is one the
+    cost model does not use)."""
+    ops = sorted(set(TEST_OPS.values()))
+    named = re.search(r"Collective test starting:\s*(\w+?)_perf", text)
+    if named:
+        test = named.group(1)
+        if not any(k in test for k in TEST_OPS):
+            raise AdvisorError(f"{path}: {test}_perf is not a collective the cost model uses "
+                               f"({', '.join(k + '_perf' for k in TEST_OPS)})")
+        return str(_op_from(text, path))
+    tests = candidates(table.rows, n)
+    used = [USED[t] for t in tests if t in USED]
+    if not used:
+        raise AdvisorError(f"{path}: the table reads as {' or '.join(t + '_perf' for t in tests)} (redop, root, "
+                           f"size per count, busbw/algbw), not a collective the cost model uses ({', '.join(ops)})")
+    by_name = _op_from("", path)
+    if len(used) == 1:
+        return used[0]
+    if by_name in used:
+        return by_name
+    raise AdvisorError(f"{path}: the table fits {' and '.join(used)} alike (redop, root, size per count, "
+                       f"busbw/algbw); pass --op {' or --op '.join(used)}")
 
 
 def summary(table: NcclTable, fit: Fit, path: Path) -> dict[str, object]:
@@ -163,3 +203,23 @@ def summary(table: NcclTable, fit: Fit, path: Path) -> dict[str, object]:
         "max_measured_busbw_gbps": max(table.busbw_gbps),
         "terms": {k: v for k, v in fit.as_dict().items() if k not in ("op", "gpus", "points")},
     }
+
+
+def _model_token(name: str) -> str | None:
+    """The first word with a digit in a GPU name (H100, B200, 6000, A100-SXM4-80GB -> a100): the part that tells
+    GPU models apart, whatever the vendor prefix and memory suffix."""
+    for word in re.split(r"[^a-z0-9]+", name.lower()):
+        if any(ch.isdigit() for ch in word):
+            return word
+    return None
+
+
+def device_mismatch(device: str | None, gpu_name: str) -> str | None:
+    """A warning when the file's device is another GPU model than the profile's, else None."""
+    if not device:
+        return None
+    a, b = _model_token(device), _model_token(gpu_name)
+    if a is None or b is None or a == b:
+        return None
+    return (f"the file was measured on {device}, the profile's GPU is {gpu_name}: its collective terms describe "
+            "another GPU")

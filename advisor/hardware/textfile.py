@@ -14,13 +14,17 @@ MAX_BYTES = 16 * 1024 * 1024
 def read_tool_text(path: Path, what: str) -> str:
     """File text with ANSI colour codes removed; AdvisorError if unreadable, empty, huge or binary."""
     try:
-        raw = Path(path).read_bytes()
+        if not Path(path).is_file():  # a device (/dev/urandom) or pipe may never end
+            what_it_is = "no such file" if not Path(path).exists() else "not a regular file"
+            raise AdvisorError(f"{path}: {what_it_is}, expected {what}")
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
     except OSError as err:
         raise AdvisorError(f"{path}: cannot read ({err.strerror or err})") from None
     if not raw.strip():
         raise AdvisorError(f"{path}: empty file, expected {what}")
     if len(raw) > MAX_BYTES:
-        raise AdvisorError(f"{path}: {len(raw)} bytes is too large for {what}")
+        raise AdvisorError(f"{path}: more than {MAX_BYTES:,} bytes is too large for {what}")
     if b"\x00" in raw:
         raise AdvisorError(f"{path}: binary file, expected {what}")
     try:

@@ -6,9 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from advisor.hardware import HardwareProfile
-from advisor.report.units import billions, gb, gib, kib
+from advisor.report.fitwidth import Col, fitted_table, print_line, say_dropped
+from advisor.report.units import billions, gb, gib, kib, plural
 
 if TYPE_CHECKING:
     from advisor.cost.prediction import FitResult, Prediction
@@ -16,27 +18,32 @@ if TYPE_CHECKING:
 
 
 LOG_LINES_MAX = 8  # plans whose start-up log lines `fit_table` prints
+INSPECT_COLS = (Col("model", 10, fold=True), Col("attention", 5), Col("layers", 7, fold=True), Col("experts", 6),
+                Col("total", 9, right=True), Col("active", 8, right=True), Col("weights", 4, right=True),
+                Col("KV/token", 3, right=True), Col("source", 1, fold=True))
 
 
 def inspect_table(docs: list[dict[str, Any]]) -> None:
-    table = Table(title="Model architectures", show_lines=False)
-    for col in ("model", "attention", "layers", "experts", "total", "active", "weights", "KV/token", "source"):
-        table.add_column(col, overflow="fold")
+    cells = []
     for d in docs:
-        kinds = ", ".join(f"{v} {k.replace('_attention', '')}" for k, v in d["layer_kinds"].items()
-                          if v and not k.endswith("_mlp"))
+        kinds = [f"{v} {k.replace('_attention', '')}" for k, v in d["layer_kinds"].items()
+                 if v and not k.endswith("_mlp")]
+        if d.get("mlp_only_layers"):
+            kinds.append(f"{d['mlp_only_layers']} MLP-only")
         moe = d["moe"]
         experts = f"{moe['num_experts']} top-{moe['experts_per_token']}" + (
             f" +{moe['shared_experts']} shared" if moe["shared_experts"] else "") if moe else "dense"
         attn = f"{d['attention']} {d['num_attention_heads']}h/{d['num_kv_heads']}kv x{d['head_dim']}"
-        table.add_row(d["model"], attn, f"{d['num_layers']}: {kinds}", experts, billions(d["total_params"]),
+        cells.append([d["model"], attn, f"{d['num_layers']}: {', '.join(kinds)}", experts, billions(d["total_params"]),
                       billions(d["active_params"]), f"{gb(d['weight_bytes'])} {d['weight_dtype']}",
-                      f"{kib(d['kv_bytes_per_token'])} {d['kv_dtype']}", d["source"].split(" (")[0])
+                      f"{kib(d['kv_bytes_per_token'])} {d['kv_dtype']}", d["source"].split(" (")[0]])
     console = Console()
+    table, dropped = fitted_table(console, "Model architectures", INSPECT_COLS, cells)
     console.print(table)
+    say_dropped(console, dropped)
     for d in docs:
         if " (" in d["source"]:
-            console.print(f"{d['model']}: answered from the bundled catalog ({d['source'].split(' (', 1)[1]}")
+            console.print(Text(f"{d['model']}: answered from the bundled catalog ({d['source'].split(' (', 1)[1]}"))
 
 
 def fit_table(docs: list[FitResult], hw: HardwareProfile) -> None:
@@ -49,10 +56,10 @@ def fit_table(docs: list[FitResult], hw: HardwareProfile) -> None:
         table.add_column(col, overflow="fold")
     for d in docs:
         pg = d.per_gpu
-        other = pg.activation_bytes + pg.overhead_bytes if pg else 0
-        table.add_row(d.model, d.plan.label, "yes" if d.fits else "no", gib(pg.weights_bytes if pg else 0),
-                      gib(other), gib(pg.kv_cache_bytes if pg else 0), f"{d.kv_cache_tokens:,}",
-                      f"{d.max_concurrency:,} x {d.max_model_len}", d.reason or "")
+        table.add_row(d.model, d.plan.label, "yes" if d.fits else "no", gib(pg.weights_bytes) if pg else "-",
+                      gib(pg.activation_bytes + pg.overhead_bytes) if pg else "-",
+                      gib(pg.kv_cache_bytes) if pg else "-", f"{d.kv_cache_tokens:,}",
+                      f"{d.max_concurrency:,} x {d.max_model_len}" if d.max_model_len else "-", d.reason or "")
     console = Console()
     console.print(table)
     shown = [d for d in docs if d.fits and d.startup_log]
@@ -74,9 +81,11 @@ def predict_panel(d: Prediction) -> None:
         console.print(f"{head}: does not run: {d.reason}")
         return
     w = d.workload
-    console.print(f"[bold]{head}[/bold], {w.concurrency} users, {w.input_len} in / {w.output_len} out")
-    console.print(f"  TTFT {d.ttft_ms:,.0f} ms   TPOT {d.tpot_ms:.1f} ms   {d.per_user_tok_s:.0f} tok/s per "
-                  f"user   {d.output_tok_s:,.0f} tok/s total ({d.running_sequences} running)")
+    console.print(f"[bold]{head}[/bold], {plural(w.concurrency, 'user')}, {w.input_len:,} in / {w.output_len:,} out")
+    console.print(f"  TTFT {d.ttft_ms:,.0f} ms   TPOT {d.tpot_ms:,.1f} ms   {d.per_user_tok_s:,.0f} tok/s per "
+                  f"user while decoding   {d.output_tok_s:,.0f} tok/s total ({d.running_sequences:,} running)")
+    if d.queueing:
+        console.print(f"  queueing: {d.queueing}")
     console.print("  decode step: " + ", ".join(f"{k} {v:.2f} ms" for k, v in d.breakdown_ms.items())
                   + f"  -> bound by {d.bottleneck}")
     console.print(f"  {d.collectives_per_step} collectives per step ({d.allreduces_per_step} allreduces), "
@@ -88,42 +97,55 @@ def predict_panel(d: Prediction) -> None:
     console.print(f"  calibrated: {calibration_line(d.calibrated)}")
 
 
-def rank_table(ranking: Ranking, hw: HardwareProfile) -> None:
-    from advisor.decide.explain import compare
+RANK_COLS = (Col("#", 10, right=True), Col("model", 10, fold=True), Col("plan", 9), Col("users", 7, right=True),
+             Col("TTFT ms", 6, right=True), Col("TPOT ms", 8, right=True), Col("tok/s user / total", 9, right=True),
+             Col("KV tokens", 3, right=True), Col("coll/step", 2, right=True), Col("MB/tok", 1, right=True),
+             Col("bound by", 4))
 
+
+def rank_table(ranking: Ranking, hw: HardwareProfile) -> None:
     q, rows, tail = ranking.query, ranking.rows, ranking.unranked
     console = Console()
-    table = Table(title=f"Ranked by {q.describe()} on {hw.name} ({q.input_len} in / {q.output_len} out)")
-    for col in ("#", "model", "plan", "users", "TTFT ms", "TPOT ms", "tok/s user / total", "KV tokens",
-                "coll/step", "MB/tok", "bound by"):
-        table.add_column(col, overflow="fold")
-    for d in rows:
-        table.add_row(str(d.rank), d.model, d.plan.label, str(d.workload.concurrency), f"{d.ttft_ms:,.0f}",
-                      f"{d.tpot_ms:.1f}", f"{d.per_user_tok_s:.0f} / {d.output_tok_s:,.0f}",
-                      _count(d.kv_cache_tokens), str(d.collectives_per_step),
-                      f"{(d.allreduce_bytes_per_token or 0) / 1e6:.2f}", d.bottleneck)
-    for u in tail:
-        table.add_row("-", u.model, "-", "-", "-", "-", "-", "-", "-", "-", "does not run")
+    cells = [[str(d.rank), d.model, d.plan.label, f"{d.workload.concurrency:,}", f"{d.ttft_ms:,.0f}",
+              f"{d.tpot_ms:,.1f}", f"{d.per_user_tok_s:,.0f} / {d.output_tok_s:,.0f}", _count(d.kv_cache_tokens),
+              str(d.collectives_per_step), f"{(d.allreduce_bytes_per_token or 0) / 1e6:.2f}", d.bottleneck or ""]
+             for d in rows]
+    cells += [["-", u.model, *["-"] * 8, "does not run" if u.found else "not found"] for u in tail]
+    title = f"Ranked by {q.describe()} on {hw.name} ({q.input_len:,} in / {q.output_len:,} out)"
+    table, dropped = fitted_table(console, title, RANK_COLS, cells)
     console.print(table)
+    say_dropped(console, dropped)
     for d in rows:
-        console.print(f"[bold]{d.rank}. {d.model}[/bold]: {d.why}")
+        console.print(Text.assemble((f"{d.rank}. {d.model}", "bold"), f": {d.why}"))
         for note in d.constraints:
-            console.print(f"   - {note}")
-        console.print(f"   run: {d.command}")
+            console.print(Text(f"   - {note}"))
+        if d.meets or d is rows[0]:
+            print_line(console, f"   run{'' if d.meets else ' (closest, misses the limits)'}: {d.command}")
+            for note in d.command_notes:
+                console.print(Text(f"   note: {note}"))
     for u in tail:
-        console.print(f"[bold]-  {u.model}[/bold]: {u.reason}")
-    if len(rows) > 1:
-        console.print(compare(rows[0], rows[1], rows[0].score, rows[1].score, q.objective))
-    console.print(f"calibrated: {calibration_line(rows[0].calibrated)}")
+        console.print(Text.assemble((f"-  {u.model}", "bold"), f": {u.reason}"))
+    for line in (ranking.verdict, ranking.comparison):
+        if line:
+            console.print(Text(line))
+    console.print(Text(f"calibrated: {calibration_line(rows[0].calibrated)}"))
 
 
 def calibration_line(cal: dict[str, Any]) -> str:
-    """Where the efficiency terms came from, in one line."""
+    """Where the efficiency terms came from, in one line; a borrowed calibration's error is the donor's."""
     if not cal.get("rows"):
         return str(cal["how"])
     cv = cal.get("cv", {}).get("tpot_ms") or cal.get("cv", {}).get("output_tok_s") or {}
-    err = f", held-out median error {cv['median_abs_pct']:.0f}%" if cv.get("median_abs_pct") is not None else ""
-    return f"{cal['how']} ({cal['hardware']}/{cal['engine']}, fitted on {cal['rows']} measured rows{err})"
+    pct = cv.get("median_abs_pct")
+    donor = cal.get("borrowed_from")
+    if donor:
+        err = f"; its held-out median error ({pct:.0f}%) is {donor}'s, not this box's" if pct is not None else ""
+        return (f"borrowed from {donor}: no measurements for {cal.get('for_hardware', 'this box')}; "
+                f"{cal['engine']} terms fitted on {plural(cal['rows'], 'row')} measured on {donor}{err}")
+    err = f", held-out median error {pct:.0f}%" if pct is not None else ""
+    instead = f"; in place of {cal['replaces']}" if cal.get("replaces") else ""
+    return (f"{cal['how']} ({cal['hardware']}/{cal['engine']}, fitted on {plural(cal['rows'], 'measured row')}{err})"
+            f"{instead}")
 
 
 def _count(n: float) -> str:

@@ -17,3 +17,16 @@ def gb(nbytes: float) -> str:
 
 def kib(nbytes: float) -> str:
     return f"{nbytes / 1024:,.1f} KiB"
+
+
+def plural(n: int, word: str) -> str:
+    """`1 GPU`, `8 GPUs`, `1,024 users`."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def num(v: float) -> str:
+    """A measured or predicted number for a table: thousands separated, no exponent (24,560 not 2.456e+04),
+    four significant digits below 1,000."""
+    if v != v or v in (float("inf"), float("-inf")):
+        return str(v)
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.2e}"

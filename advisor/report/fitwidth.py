@@ -1,0 +1,60 @@
+"""Tables that fit the terminal (or 80 columns when piped) without breaking a number across lines: numeric cells
+never wrap; when the table is too wide, the least important columns are dropped, and the caller says which."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.table import Table
+
+MIN_FOLD = 24  # a text column that may fold keeps at least this many characters per line (most model ids)
+
+
+@dataclass(frozen=True)
+class Col:
+    """A column: header, importance (the lowest is dropped first), and whether its text may fold over lines."""
+
+    header: str
+    keep: int
+    fold: bool = False
+    right: bool = False
+
+
+def _width(cols: Sequence[Col], rows: Sequence[Sequence[str]], j: int) -> int:
+    """Characters column j needs on one line (a folding column: at most MIN_FOLD of its longest cell)."""
+    cells = [len(r[j]) for r in rows] or [0]
+    need = max(len(cols[j].header), max(cells))
+    return min(need, max(MIN_FOLD, len(cols[j].header))) if cols[j].fold else need
+
+
+def fitted_table(console: Console, title: str, cols: Sequence[Col], rows: Sequence[Sequence[str]]
+                 ) -> tuple[Table, list[str]]:
+    """A rich table of `rows` within `console.width`, and the headers of the columns dropped to get there."""
+    keep = list(range(len(cols)))
+
+    def total(idx: list[int]) -> int:  # rich's heavy box: one border per column plus one, padding 1 each side
+        return 1 + sum(_width(cols, rows, j) + 3 for j in idx)
+
+    while total(keep) > console.width and len(keep) > 1:
+        keep.remove(min(keep, key=lambda j: (cols[j].keep, -j)))
+    table = Table(title=title)
+    for j in keep:
+        c = cols[j]
+        table.add_column(c.header, no_wrap=not c.fold, overflow="fold" if c.fold else "ellipsis",
+                         justify="right" if c.right else "left")
+    for r in rows:
+        table.add_row(*(r[j] for j in keep))
+    return table, [cols[j].header for j in range(len(cols)) if j not in keep]
+
+
+def say_dropped(console: Console, dropped: list[str]) -> None:
+    if dropped:
+        console.print(f"(columns left out to fit {console.width} characters: {', '.join(dropped)}; --json has every "
+                      "field)", highlight=False, soft_wrap=True)
+
+
+def print_line(console: Console, text: str) -> None:
+    """One line printed as it is: never wrapped (a command must paste as one line), no markup, no highlighting."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)

@@ -1,0 +1,109 @@
+"""Issue #11 items 7-8: the printed serve command produces what was predicted (or says what it needs), for vLLM
+and SGLang, with every flag that shaped the prediction."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+MINIMAX, QWEN32, QWEN_MOE = "MiniMaxAI/MiniMax-M2.5", "Qwen/Qwen3-32B", "Qwen/Qwen3-30B-A3B"
+
+
+def _rank(advisor, *args: str) -> list[dict]:
+    r = advisor("rank", *args, "--json")
+    assert r.code == 0, r.err
+    return [d for d in json.loads(r.out) if d["rank"] is not None]
+
+
+def _flag(command: str, flag: str) -> str | None:
+    m = re.search(rf"(?:^| ){re.escape(flag)}(?: (\S+))?(?= |$)", command)
+    return None if m is None else (m.group(1) or "")
+
+
+def test_dynamic_fp8_is_in_the_command_and_in_the_prediction(advisor) -> None:
+    (bf16,) = _rank(advisor, QWEN32)
+    (fp8,) = _rank(advisor, QWEN32, "--weight-dtype", "fp8")
+    assert _flag(bf16["command"], "--quantization") is None
+    assert _flag(fp8["command"], "--quantization") == "fp8"
+    assert fp8["command_notes"] == []  # a BF16 checkpoint, FP8 native on the RTX PRO 6000: nothing else needed
+    per_param = fp8["per_gpu"]["weights_bytes"] * fp8["plan"]["tp"] / (bf16["per_gpu"]["weights_bytes"]
+                                                                       * bf16["plan"]["tp"])
+    assert 0.5 < per_param < 0.6  # linear layers at 1 byte, embeddings and norms at 2
+
+
+@pytest.mark.parametrize("dtype", ["nvfp4", "mxfp4", "int4"])
+def test_formats_without_an_online_path_need_a_pre_quantized_checkpoint(advisor, dtype: str) -> None:
+    (d,) = _rank(advisor, QWEN32, "--weight-dtype", dtype)
+    assert _flag(d["command"], "--quantization") is None
+    note = d["command_notes"][0]
+    assert note.startswith(f"needs a pre-quantized {dtype.upper()} checkpoint of {QWEN32}")
+    assert "vLLM cannot produce" in note and "runs bf16, fp8, fp4 natively" in note
+    assert ("weight-only" in note) == (dtype != "nvfp4")  # INT4 and MXFP4 keep BF16 activations
+
+
+def test_a_gpu_without_fp4_runs_nvfp4_weight_only(advisor) -> None:
+    (d,) = _rank(advisor, QWEN32, "--weight-dtype", "nvfp4", "--hw", "h100-sxm")
+    note = d["command_notes"][0]
+    assert "runs bf16, fp8 natively" in note and "NVFP4 only through a weight-only path" in note
+
+
+def test_a_quantized_checkpoint_is_not_requantized_at_load(advisor) -> None:
+    (same,) = _rank(advisor, MINIMAX, "--weight-dtype", "fp8")  # MiniMax-M2.5 is block-FP8 already
+    assert _flag(same["command"], "--quantization") is None and same["command_notes"] == []
+    (back,) = _rank(advisor, MINIMAX, "--weight-dtype", "bf16")
+    assert back["command_notes"][0].startswith(f"needs the BF16 checkpoint of {MINIMAX}")
+
+
+def test_sglang_nvfp4_online_only_for_moe_experts(advisor) -> None:
+    rows = {d["model"]: d for d in _rank(advisor, QWEN_MOE, QWEN32, "--weight-dtype", "nvfp4", "--engine", "sglang")}
+    assert _flag(rows[QWEN_MOE]["command"], "--quantization") == "nvfp4_online"
+    assert _flag(rows[QWEN32]["command"], "--quantization") is None  # a dense model keeps its layers
+    assert rows[QWEN32]["command_notes"][0].startswith("needs a pre-quantized NVFP4 checkpoint")
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_every_flag_that_shaped_the_prediction_is_in_the_command(advisor, engine: str) -> None:
+    (d,) = _rank(advisor, MINIMAX, "--engine", engine, "--gpu-memory-utilization", "0.85", "--kv-cache-dtype", "fp8",
+                 "--max-model-len", "65536")
+    cmd, dp = d["command"], d["plan"]["dp"]
+    assert d["max_model_len"] == 65536 and d["kv_cache_dtype"] == "fp8"
+    if engine == "vllm":
+        assert cmd.startswith(("vllm serve", "CUDA_VISIBLE_DEVICES"))
+        assert _flag(cmd, "--gpu-memory-utilization") == "0.85"
+        assert _flag(cmd, "--max-model-len") == "65536"
+        assert _flag(cmd, "--kv-cache-dtype") == "fp8"
+        assert _flag(cmd, "--max-num-seqs") == "1024"  # vLLM's default on >= 70 GiB GPUs, per DP engine
+        assert _flag(cmd, "--max-num-batched-tokens") == "8192"
+    else:
+        assert "python -m sglang.launch_server" in cmd and "vllm" not in cmd
+        assert _flag(cmd, "--mem-fraction-static") == "0.85"
+        assert _flag(cmd, "--context-length") == "65536"
+        assert _flag(cmd, "--kv-cache-dtype") == "fp8_e4m3"
+        assert _flag(cmd, "--max-running-requests") == str(1024 * dp)  # SGLang divides it by the DP size
+        assert _flag(cmd, "--chunked-prefill-size") == str(8192 * dp)
+    assert _flag(cmd, "--trust-remote-code") == ""  # MiniMax-M2.5's config.json declares auto_map
+
+
+def test_no_trust_remote_code_without_auto_map(advisor) -> None:
+    for engine in ("vllm", "sglang"):
+        (d,) = _rank(advisor, QWEN32, "--engine", engine)
+        assert "--trust-remote-code" not in d["command"]
+
+
+def test_sglang_dp_attention_counts_every_gpu_in_tp_size(advisor) -> None:
+    rows = [d for d in _rank(advisor, MINIMAX, "--engine", "sglang", "--all-plans") if d["plan"]["dp"] > 1]
+    assert rows
+    for d in rows:
+        p = d["plan"]
+        assert _flag(d["command"], "--tp-size") == str(p["tp"] * p["dp"])
+        assert _flag(d["command"], "--dp-size") == str(p["dp"]) and "--enable-dp-attention" in d["command"]
+
+
+def test_human_output_prints_the_notes_under_the_command(advisor) -> None:
+    r = advisor("rank", QWEN32, "--weight-dtype", "nvfp4")
+    assert r.code == 0
+    lines = r.out.splitlines()
+    run = next(i for i, ln in enumerate(lines) if ln.strip().startswith("run:"))
+    assert lines[run + 1].strip().startswith("note: needs a pre-quantized NVFP4 checkpoint")
