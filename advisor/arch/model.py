@@ -55,6 +55,7 @@ class AttnGroup(Frozen):
     window: int | None = None
     state_elems: int = 0
     index_bytes_per_token: int = 0  # DSA indexer cache (DeepSeek-V3.2, GLM-5), fp8 + scales
+    index_topk: int = 0  # DSA: context tokens each query attends to (config `index_topk`)
 
 
 class MoE(Frozen):

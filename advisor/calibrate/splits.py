@@ -103,3 +103,16 @@ def per_bucket_fitter(prior: Terms | None = None) -> Fitter:
         return lambda k: terms.get(k, prior or Terms())
 
     return fit
+
+
+def pooled_fitter(prior: Terms | None = None) -> Fitter:
+    """Terms fitted per engine across every GPU (`calibrate/pooled.py`); a GPU with no training rows gets its
+    engine's pooled terms (what a GPU nobody measured gets)."""
+    from advisor.calibrate.pooled import PooledCalibrator
+
+    def fit(train: Mapping[Key, Bucket]) -> TermsFor:
+        fits = {e: PooledCalibrator(prior).fit({k: b for k, b in train.items() if k[1] == e})
+                for e in sorted({k[1] for k in train})}
+        return lambda k: fits[k[1]].terms_for(k[0]) if k[1] in fits else (prior or Terms())
+
+    return fit

@@ -107,7 +107,7 @@ def _note(prep: Prepared, reason: int, no_input: bool, no_output: bool, trtllm: 
     parts += [text for applies, text in (
         (no_input, f"input_len unknown: assumed {DEFAULT_INPUT_LEN}"),
         (no_output, f"output_len unknown: assumed {DEFAULT_OUTPUT_LEN}"),
-        (trtllm, "trtllm predicted with vLLM physics; fitted trtllm terms absorb the difference")) if applies]
+        (trtllm, "trtllm: its scheduler and plan rules, vLLM's memory accounting")) if applies]
     return "; ".join(parts) or None
 
 

@@ -1,5 +1,5 @@
-"""Steady-state serving of `concurrency` closed-loop users: how many requests run, what the engine's
-scheduler puts in a step, and TTFT, TPOT and throughput from the step time.
+"""Serving `concurrency` closed-loop users: how many requests run, what the engine's scheduler puts in a step,
+and TTFT, TPOT and throughput from the step time.
 
 Schedulers (per engine, `scheduler()`):
 - vLLM V1 (`vllm/v1/core/sched/scheduler.py: Scheduler.schedule`): one token budget per step
@@ -10,13 +10,20 @@ Schedulers (per engine, `scheduler()`):
 - SGLang (`python/sglang/srt/managers/scheduler.py: get_next_batch_to_run`): prefill first; a step is
   either a prefill batch (chunks of `chunked_prefill_size`) or a decode batch, never both.
 
-Steady state (arrivals staggered): with r requests running per DP rank, each lifetime of L steps holds
-O - 1 decode tokens and I prompt tokens, so a mixed step carries d = r (O - 1) / L decode and
-p = r I / L prefill tokens (p capped by the budget left after the decodes). A new prompt waits for the
-prefill work ahead of it: an M/D/1 queue on the spare budget, utilisation u = p / (B - d), service
-S = I / (B - d) steps, mean wait u S / (2 (1 - u)). KV is paged: a running request occupies its prompt
-plus the tokens generated so far, I + O/2 on average; users beyond what fits wait in the queue, and in a
-closed loop (Little's law) each waits (users / running - 1) lifetimes.
+Steady state, arrivals staggered: with r requests running per DP rank, each lifetime of L steps holds O - 1
+decode tokens and I prompt tokens, so a step carries d = r (O - 1) / L decode and p = r I / L prefill tokens
+(p capped by the budget left after the decodes). A new prompt waits for the prefill work ahead of it (an
+M/D/1 queue on the spare budget: utilisation u = p / (B - d), service S = I / (B - d) steps, mean wait
+u S / (2 (1 - u))), then the steps that carry its own prompt. SGLang's decodes pause for every prefill step.
+
+A benchmark's first round is not staggered: a closed-loop client (`vllm bench serve --max-concurrency`,
+genai-perf) releases every user at once, so the first r prompts (r x I tokens) are prefilled FCFS in
+n = r I / chunk steps and the j-th waits for j of them. The share of measured requests in that round
+(concurrency / prompts in the run) is `first_round_share`: 0 for a deployment's steady state.
+
+KV is paged: a running request occupies its prompt plus the tokens generated so far, I + O/2 on average;
+users beyond what fits wait in the queue, and in a closed loop (Little's law) each waits
+(users / running - 1) lifetimes.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from advisor.cost.terms import Terms
 
 # step(decode tokens, their mean context, prefill tokens, their mean context, sampled rows) -> breakdown
 StepFn = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], dict[str, np.ndarray]]
-FIXED_POINT_ROUNDS = 4  # steps per lifetime <-> prefill wait: converges in 3-4 rounds (checked in tests)
+FIXED_POINT_ROUNDS = 4  # steps per lifetime <-> prefill wait: converges in 3-4 rounds
 MAX_UTILISATION = 0.95  # the M/D/1 wait diverges at 1; beyond this the budget is saturated anyway
 
 
@@ -57,18 +64,22 @@ def kv_capacity(F: Features, occupied_tokens: np.ndarray) -> np.ndarray:
 
 
 def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency: np.ndarray,
-          input_len: np.ndarray, output_len: np.ndarray) -> dict[str, np.ndarray]:
+          input_len: np.ndarray, output_len: np.ndarray, first_round_share: float | np.ndarray = 0.0
+          ) -> dict[str, np.ndarray]:
     """TTFT, TPOT, tok/s for `concurrency` closed-loop users with fixed lengths (arrays broadcast to
-    [P, C, L]); also the running requests, the step breakdown and the prefill share of a step."""
+    [P, C, L]); also the running requests, the decode step's breakdown and the prefill share of a step."""
     users = np.ceil(concurrency / F.dp)
     running = np.maximum(np.minimum(users, kv_capacity(F, input_len + output_len / 2)), 1.0)
     decodes = np.maximum(output_len - 1, 0)
     ctx_dec = input_len + output_len / 2
-    if sched.mixed:
-        t, tpot, ttft_run, parts, pre_share = _mixed(step, sched, running, input_len, decodes, ctx_dec)
-    else:
-        t, tpot, ttft_run, parts, pre_share = _separate(step, sched, running, input_len, decodes, ctx_dec)
-    ttft_run = ttft_run + terms.request_overhead_us * 1e-6
+    zero = 0 * running
+    parts = step(running, ctx_dec, zero, input_len / 2, running)
+    t_dec = parts["total"]
+    steady = (_mixed if sched.mixed else _separate)(step, sched, running, input_len, decodes, ctx_dec, t_dec)
+    first = _first_round(step, sched, running, input_len, decodes, ctx_dec, t_dec)
+    s = first_round_share
+    tpot = (1 - s) * steady[0] + s * first[0]
+    ttft_run = (1 - s) * steady[1] + s * first[1] + terms.request_overhead_us * 1e-6
     lifetime = ttft_run + decodes * tpot
     queued = np.maximum(users / running - 1, 0)
     active = np.minimum(concurrency, F.dp * running)  # idle DP ranks run dummy forwards, serve no one
@@ -77,15 +88,15 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
             "tpot_s": np.broadcast_to(tpot, shape),
             "output_tok_s": np.broadcast_to(active * output_len / lifetime, shape),
             "per_user_tok_s": np.broadcast_to(1 / tpot, shape), "running": np.broadcast_to(active, shape),
-            "prefill_interference_s": np.broadcast_to(tpot - t, shape),
-            "prefill_share": np.broadcast_to(pre_share, shape),
+            "prefill_interference_s": np.broadcast_to(tpot - t_dec, shape),
+            "prefill_share": np.broadcast_to(steady[2], shape),
             **{f"step_{k}": np.broadcast_to(v, shape) for k, v in parts.items()}}
 
 
 def _mixed(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.ndarray, decodes: np.ndarray,
-           ctx_dec: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Decodes and prefill chunks in one step: the step is the average mixed step (TPOT), a prompt waits
-    for the prefill work ahead of it and is served over S = I / (B - d) steps."""
+           ctx_dec: np.ndarray, t_dec: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Staggered arrivals, decodes and prefill chunks in one step: (TPOT, TTFT, prefill share of a step).
+    TPOT is the average mixed step; a prompt waits for the prefill ahead of it, then the steps carrying it."""
     lifetime_steps = decodes + 1.0
     for _ in range(FIXED_POINT_ROUNDS):
         d = running * decodes / lifetime_steps
@@ -94,29 +105,35 @@ def _mixed(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.nd
         service = input_len / spare
         u = np.minimum(p / spare, MAX_UTILISATION)
         wait = u * service / (2 * (1 - u))
-        to_first = wait + np.maximum(service, 1.0)
-        lifetime_steps = decodes + to_first
-    parts = step(d, ctx_dec, p, input_len / 2, d + p / input_len)
-    # the step's prefill share (not its own decode work) is the interference the decodes see
-    alone = step(d, ctx_dec, 0 * p, input_len / 2, d)["total"]
-    t = parts["total"]
-    ttft = (to_first + 0.5) * t  # admitted at the next step boundary, first token at the end of its last chunk
-    return alone, t, ttft, parts, p / np.maximum(p + d, 1e-9)
+        lifetime_steps = decodes + wait + np.maximum(service, 1.0)
+    t = step(d, ctx_dec, p, input_len / 2, d + p / input_len)["total"]
+    chunk = np.minimum(input_len, spare)
+    own = np.maximum(service, 1.0) * step(d, ctx_dec, chunk, input_len / 2, d + 1)["total"]
+    return t, (0.5 + wait) * t + own, p / np.maximum(p + d, 1e-9)
 
 
 def _separate(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.ndarray, decodes: np.ndarray,
-              ctx_dec: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Prefill-first: other requests' prefill steps pause the decodes; a prompt waits for the prefills
-    ahead of it (M/D/1 on the prefill steps)."""
+              ctx_dec: np.ndarray, t_dec: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Staggered arrivals, prefill-first: other requests' prefill steps pause the decodes; a prompt waits for
+    the prefills ahead of it (M/D/1 on the prefill steps). (TPOT, TTFT, prefill share of the time)."""
     zero = 0 * running
-    parts = step(running, ctx_dec, zero, input_len / 2, running)
-    t_dec = parts["total"]
     chunk = np.minimum(input_len, sched.budget)
     t_pre = np.ceil(input_len / sched.budget) * step(zero, ctx_dec, chunk, input_len / 2, 1 + zero)["total"]
-    decode_s = decodes * t_dec
-    rho = (running - 1) * t_pre / (t_pre + decode_s)
+    rho = (running - 1) * t_pre / (t_pre + decodes * t_dec)
     tpot = t_dec * (1 + rho)
-    lifetime = t_pre + decodes * tpot
-    u = np.minimum(running * t_pre / lifetime, MAX_UTILISATION)
-    ttft = t_pre + u * t_pre / (2 * (1 - u)) + t_dec / 2
-    return t_dec, tpot, ttft, parts, rho / (1 + rho)
+    u = np.minimum(running * t_pre / (t_pre + decodes * tpot), MAX_UTILISATION)
+    return tpot, t_pre + u * t_pre / (2 * (1 - u)) + t_dec / 2, rho / (1 + rho)
+
+
+def _first_round(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.ndarray,
+                 decodes: np.ndarray, ctx_dec: np.ndarray, t_dec: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Every user released at once: r prompts prefilled FCFS in n = r I / chunk steps (mixed: the decodes of
+    prompts done so far ride along, r / 2 on average); the j-th prompt's first token at its step, TTFT
+    (n + 1) / 2 prefill steps on average; early requests decode during the remaining prefill steps (mixed:
+    at their pace; SGLang: paused). (TPOT, TTFT)."""
+    riding = running / 2 if sched.mixed else 0 * running
+    chunk = np.minimum(running * input_len, np.maximum(sched.budget - riding, 1.0))
+    n_pre = np.maximum(running * input_len / chunk, 1.0)
+    t_pre = step(riding, ctx_dec, chunk, input_len / 2, riding + chunk / input_len)["total"]
+    extra = (n_pre - 1) / 2 * (t_pre - t_dec if sched.mixed else t_pre)
+    return t_dec + extra / np.maximum(decodes, 1), (n_pre + 1) / 2 * t_pre

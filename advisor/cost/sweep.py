@@ -24,7 +24,7 @@ from advisor.cost.prediction import (
     Workload,
 )
 from advisor.cost.terms import Terms
-from advisor.cost.timing import comm_fn, serve
+from advisor.cost.timing import predict
 from advisor.cost.weights import requantize
 from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile
@@ -64,8 +64,8 @@ def make_case(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settin
               source: str = "") -> Case:
     """`gpus`: how many of the node's GPUs may be used (default all)."""
     n = node_gpus(hw, gpus)
-    weights = requantize(arch, settings.weight_dtype)
-    invalid = invalid_reason(arch, plan, n, weights)
+    weights = requantize(arch, settings.weight_dtype, settings.engine)
+    invalid = invalid_reason(arch, plan, n, weights, settings.engine)
     # memory of a plan the engine cannot even form (EP other than TP x DP) is undefined: reason only
     formable = plan.ep in (1, plan.tp * plan.dp)
     mem = memory_fit(arch, plan, hw, settings, weights) if plan.gpus <= n and formable else None
@@ -196,8 +196,8 @@ def evaluate(cases: list[Case], hw: HardwareProfile, settings: Settings, terms: 
     features = Features.stack([plan_features(c.arch, c.plan, hw, settings, c.weights, _memory(c)) for c in cases])
     conc = np.asarray(concurrency, float)
     inp, outp = np.asarray(input_len, float), np.asarray(output_len, float)
-    out = serve(features.grid(), hw, terms, comm_fn(hw, settings.engine), conc[None, :, None], inp[None, None, :],
-                outp[None, None, :], settings.batched_tokens(hw.gpu.memory_bytes))
+    out = predict(features.grid(), hw, terms, settings.engine, settings.batched_tokens(hw.gpu.memory_bytes),
+                  conc[None, :, None], inp[None, None, :], outp[None, None, :])
     frozen = {k: _readonly(v) for k, v in out.items()}
     return Sweep(cases=tuple(cases), hw=hw, concurrency=_readonly(conc), input_len=_readonly(inp),
                  output_len=_readonly(outp), out=frozen, calibrated=calibrated or {"how": "none", "rows": 0},

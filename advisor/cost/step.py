@@ -1,0 +1,156 @@
+"""The time of one engine step: decode tokens and prefill tokens of one DP rank through every layer, composed
+from the per-kernel models (`cost/kernels.py`), the collectives of the forward, and the step-level terms
+the kernels do not explain (`cost/terms.py`: scheduling, sampling, small per-layer kernels, host gaps).
+
+Per step with d decode tokens (context c each) and p prefill tokens (context c_p each), T = d + p:
+- dense GEMMs: `calls` x t0 + p-norm(weights + activations / bw, T x FLOPs / peak);
+- MoE layers: the fused-MoE kernel on the busiest GPU, its tokens every DP rank's (T x dp), touched experts
+  E_local (1 - (1 - k/E)^(T dp)) and (token, expert) pairs T dp k / EP plus the busiest rank's excess
+  sqrt(2 mean ln EP) (the expected maximum of EP Poisson loads; vLLM's EP places experts statically, EPLB off);
+- attention: the decode kernel over the decode tokens' KV (windowed layers capped at the window; DSA
+  attends to `index_topk` tokens after an indexer pass over the whole context), prefill attention as FLOPs;
+- collectives (`cost/collectives.py`), timed on the profile's measured terms;
+- fixed time: layers x the per-layer term + the per-step term.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from advisor.cost import kernels
+from advisor.cost.collectives import SLOTS
+from advisor.cost.features import Features
+from advisor.cost.terms import Terms
+from advisor.hardware import HardwareProfile
+
+Comm = Callable[[str, np.ndarray, int], np.ndarray]  # (op, bytes, group size) -> seconds
+BREAKDOWN = ("weights", "kv", "compute", "comm", "overhead")
+# Largest CUDA graph vLLM captures by default: min(2 * max_num_seqs, 512) (`vllm/config/vllm.py:
+# _set_cudagraph_sizes`); bigger batches run eagerly, unpadded.
+MAX_CAPTURE_TOKENS = 512
+
+
+def comm_fn(hw: HardwareProfile, engine: str) -> Comm:
+    """Collective time on the profile's measured terms; TensorRT-LLM's allreduce follows the same rules as
+    vLLM's custom allreduce (one-shot / two-shot on NVLink, NCCL on PCIe: `tensorrt_llm/_torch/distributed/
+    ops.py: AllReduce` with strategy AUTO)."""
+    from advisor.hardware.comm import collective_time_us
+
+    physics = "vllm" if engine == "trtllm" else engine
+
+    def f(op: str, nbytes: np.ndarray, n: int) -> np.ndarray:
+        return collective_time_us(hw, op, nbytes, n, engine=physics) * 1e-6
+
+    return f
+
+
+def pad_tokens(t: np.ndarray) -> np.ndarray:
+    """CUDA-graph padding: capture sizes [1, 2, 4] + range(8, 256, 8) + range(256, 513, 16)
+    (`vllm/config/vllm.py:_set_cudagraph_sizes`); none above the largest capture size."""
+    t = np.maximum(t, 1.0)
+    small = 2.0 ** np.ceil(np.log2(t))
+    padded = np.where(t <= 4, small, np.where(t < 256, np.ceil(t / 8) * 8, np.ceil(t / 16) * 16))
+    return np.where(t > MAX_CAPTURE_TOKENS, t, padded)
+
+
+def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: np.ndarray, ctx: np.ndarray,
+              pre: np.ndarray, ctx_pre: np.ndarray, sampled: np.ndarray) -> dict[str, np.ndarray]:
+    """Seconds of one step per DP rank, split into the breakdown terms (plus `total`). Arrays broadcast
+    against the features ([P] or [P, 1, 1])."""
+    bw = hw.gpu.mem_bw_bytes_per_s * terms.bw_scale
+    peak16 = hw.gpu.dense_flops_per_s("bf16")
+    tokens = pad_tokens(dec + pre)
+    parts_w, parts_c, fixed = _gemms(F, bw, terms, tokens)
+    moe_w, moe_c, moe_fixed = _moe(F, bw, terms, tokens * F.dp)
+    kv, attn_fixed = _decode_attention(F, bw, peak16 * terms.flops_scale, dec, ctx)
+    prefill_attn = pre * (ctx_pre * F.attn_full_flops
+                          + np.minimum(ctx_pre, np.where(F.window > 0, F.window, ctx_pre)) * F.attn_win_flops)
+    compute = parts_c + moe_c + prefill_attn / (peak16 * F.gemm_e_f * terms.flops_scale)
+    comm_t = collectives_time(F, comm, tokens, sampled) * terms.comm_latency_scale
+    overhead = (fixed + moe_fixed + attn_fixed) * 1e-6 + F.layers * terms.layer_overhead_us * 1e-6 \
+        + terms.step_overhead_us * 1e-6
+    parts = {"weights": parts_w + moe_w, "kv": kv + dec * F.state_bytes / bw, "compute": compute, "comm": comm_t,
+             "overhead": overhead}
+    shape = np.broadcast_shapes(*(np.shape(v) for v in parts.values()))
+    out = {k: np.broadcast_to(v, shape) for k, v in parts.items()}
+    out["total"] = sum(out.values())  # type: ignore[assignment]
+    return out
+
+
+def _split(tw: np.ndarray, tc: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarray]:
+    """A p-norm of memory and compute time as (memory part, the compute excess over it)."""
+    both = (tw ** p + tc ** p) ** (1 / p)
+    return tw, both - tw
+
+
+def _gemms(F: Features, bw: float, terms: Terms, tokens: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Dense GEMMs of the step: (memory seconds, compute-excess seconds, fixed microseconds)."""
+    P = kernels.params()["gemm"]
+    # weights once, BF16 activations in and out of every call ([T, ~H/tp] each way)
+    tw = (F.dense_w_bytes + 4 * tokens * F.hidden * F.gemm_calls / F.tp) / (bw * F.gemm_e_bw)
+    tc = tokens * F.dense_gemm_s / (F.gemm_e_f * terms.flops_scale)
+    w, c = _split(tw, tc, P["p"])
+    return w, c, F.gemm_calls * F.gemm_t0_us
+
+
+def _moe(F: Features, bw: float, terms: Terms, tokens: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The MoE layers on the busiest GPU: (memory seconds, compute-excess seconds, fixed microseconds)."""
+    P = kernels.params()["moe"]
+    e = np.maximum(F.experts, 1)
+    touched = 1 - (1 - F.topk / e) ** tokens
+    n_act = e / F.ep * touched
+    mean = tokens * F.topk / F.ep
+    pairs = mean + np.sqrt(2 * mean * np.log(np.maximum(F.ep, 1)))
+    w_expert = F.moe_mats * F.moe_hidden * F.moe_inter * F.moe_b_w
+    slim = F.moe_inter / (F.moe_inter + P["I_h"])
+    tw = (n_act * w_expert / (F.moe_e_bw * slim) + pairs * F.moe_hidden * P["a_act_B"]) / bw \
+        + (F.moe_hidden + F.moe_inter) * F.moe_b_w * F.moe_kappa * 1e-9
+    tc = (pairs + n_act * P["m_h"]) * 2 * F.moe_mats * F.moe_hidden * F.moe_inter / (F.moe_peak * F.moe_e_f
+                                                                                       * terms.flops_scale)
+    w, c = _split(tw, tc, P["p"])
+    return F.moe_layers * w, F.moe_layers * c, F.moe_layers * F.moe_t0_us
+
+
+def _decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray,
+                      ctx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Decode attention of `dec` sequences: (seconds beyond the fixed latency, fixed microseconds)."""
+    P = kernels.params()["attention"]
+    f = {"t0_us": 0.0, "e_bw": F.attn_e_bw, "e_f": F.attn_e_f, "rho_ns_per_B": 0.0}
+    full_ctx = np.where(F.index_topk > 0, np.minimum(ctx, F.index_topk), ctx)
+    win_ctx = np.minimum(ctx, np.where(F.window > 0, F.window, ctx))
+    full = kernels.attention_decode_us(f, F.b_kv, dec, full_ctx, F.attn_heads, F.attn_kv_heads, F.attn_head_dim,
+                                       bw, peak, P)
+    win = kernels.attention_decode_us(f, F.b_kv, dec, win_ctx, F.win_heads, F.win_kv_heads, F.win_head_dim, bw,
+                                      peak, P)
+    indexer = dec * ctx * F.index_bytes / (bw * F.attn_e_bw) * 1e6  # DSA: the indexer reads the whole context
+    us = F.attn_layers * (full + indexer) + F.win_layers * win
+    fixed = (F.attn_layers + F.win_layers) * F.attn_t0_us * (dec > 0)
+    return us * 1e-6, fixed
+
+
+def _by_group(comm: Comm, op: str, nbytes: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Collective time where group sizes differ per plan: one vectorised call per distinct size."""
+    out = np.zeros(np.broadcast_shapes(nbytes.shape, group.shape))
+    nbytes, group = np.broadcast_to(nbytes, out.shape), np.broadcast_to(group, out.shape)
+    for n in np.unique(group):
+        if n > 1:
+            mask = group == n
+            out[mask] = comm(op, nbytes[mask], int(n))
+    return out
+
+
+def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.ndarray) -> np.ndarray:
+    """Seconds of one forward's collectives (`collectives.step_collectives`, summed per slot): a message is
+    the (padded) tokens per DP rank, every DP rank's for dispatch/combine, sampled rows, or fixed."""
+    t = np.broadcast_to(tokens, np.broadcast_shapes(np.shape(tokens), F.tp.shape))
+    units = {"tokens": t, "dp_tokens": t * F.dp, "sampled": np.maximum(sampled, 1) + 0 * t, "fixed": 1 + 0 * t}
+    total = np.zeros(t.shape)
+    for k, slot in enumerate(SLOTS):
+        calls = F.coll_calls[..., k]
+        if not np.any(calls):
+            continue
+        total = total + calls * _by_group(comm, slot.op, units[slot.scales_with] * F.coll_bytes[..., k],
+                                          F.coll_group[..., k])
+    return total
