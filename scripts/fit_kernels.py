@@ -128,6 +128,35 @@ def attention_rows(src: Path) -> list[dict[str, Any]]:
     return sample(out, SAMPLE)
 
 
+NATIVE_MLA_SM = ("sm90", "sm100", "sm103")  # FlashMLA / FlashInfer / CUTLASS MLA; other GPUs run Triton MLA
+
+
+def mla_rows(src: Path) -> list[dict[str, Any]]:
+    """MLA decode: the tables time the whole module (projections + attention), so only its growth with
+    context is the attention kernel's: per (GPU, KV dtype, heads, batch) the least-squares slope of latency
+    against context (ns per context token), at TP 1 with BF16 projections."""
+    groups: dict[tuple[str, str, int, int], list[tuple[float, float]]] = {}
+    for gpu in GPUS:
+        for r in read_table(src, gpu, "mla_generation"):
+            if r["tp_size"] != "1" or r["mla_dtype"] != "bfloat16":
+                continue
+            key = (gpu, r["kv_cache_dtype"], int(r["num_heads"]), int(r["batch_size"]))
+            groups.setdefault(key, []).append((int(r["isl"]) + int(r["step"]), float(r["latency_ms"])))
+    out = []
+    for (gpu, kv, h, b), pts in sorted(groups.items()):
+        x, y = np.array(pts).T
+        if len(x) < 4 or np.ptp(x) < 4096:
+            continue
+        slope = np.polyfit(x, y, 1)[0] * 1e6  # ns per context token
+        if slope <= 0:
+            continue
+        sm = tomllib.loads((REPO / "hwprofiles" / f"{gpu}.toml").read_text())["gpu"]["sm"]
+        cls = ("native" if sm in NATIVE_MLA_SM else "triton") + "/" + ("fp8" if kv == "fp8" else "bfloat16")
+        out.append({"gpu": gpu, "cls": cls, "b": b, "h": h, "b_kv": 1.0 if kv == "fp8" else 2.0,
+                    "lat_us": slope})  # the fitted target: ns per context token
+    return out
+
+
 # ------------------------------------------------------------------ models on column arrays
 
 
@@ -160,12 +189,20 @@ def predict_attention(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dic
     return attention_decode_us(f, c["b_kv"], c["b"], c["ctx"], c["h"], c["g"], c["d"], c["bw"], c["peak_bf16"], P)
 
 
+def predict_mla(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dict[str, float]) -> np.ndarray:
+    from advisor.cost.kernels import mla_decode_us
+
+    # DeepSeek-V3's latent (512 + 64 rope): every MLA model in the catalog uses it
+    return mla_decode_us(f, c["b_kv"], c["b"], 1.0, c["h"], 512, 64, c["bw"], c["peak_bf16"], P) * 1e3
+
+
 # model name -> (row key naming the parameter group, per-group parameters, shared parameters, predictor)
 MODELS: dict[str, tuple[str, tuple[str, ...], dict[str, float], Callable[..., np.ndarray]]] = {
     "moe": ("fmt", ("t0_us", "e_bw", "e_f", "kappa_ns_per_B"), {"m_h": 16.0, "I_h": 20.0, "a_act_B": 8.0, "p": 1.5},
             predict_moe),
     "gemm": ("fmt", ("t0_us", "e_bw", "e_f"), {"m_h": 16.0, "p": 2.0}, predict_gemm),
     "attention": ("kv", ("t0_us", "e_bw", "e_f", "rho_ns_per_B"), {"p": 2.0}, predict_attention),
+    "mla": ("cls", ("e_bw", "e_f"), {"p": 2.0}, predict_mla),
 }
 START = {"t0_us": 10.0, "e_bw": 0.8, "e_f": 0.4, "kappa_ns_per_B": 1.0, "rho_ns_per_B": 0.1}
 EFFICIENCIES = ("e_bw", "e_f")
@@ -228,7 +265,8 @@ def leave_one_gpu_out(model: str, c: dict[str, np.ndarray]) -> dict[str, dict[st
 SLICE_COLUMNS = {"moe": ("gpu", "fmt", "T", "h", "I", "k", "E", "tp", "ep", "dist", "n_act", "pairs", "mats",
                          "lat_us"),
                  "gemm": ("gpu", "fmt", "m", "n", "k", "lat_us"),
-                 "attention": ("gpu", "kv", "b", "ctx", "h", "g", "d", "b_kv", "lat_us")}
+                 "attention": ("gpu", "kv", "b", "ctx", "h", "g", "d", "b_kv", "lat_us"),
+                 "mla": ("gpu", "cls", "b", "h", "b_kv", "lat_us")}
 
 
 def write_slice(path: Path, model: str, rows: list[dict[str, Any]]) -> None:
@@ -246,13 +284,18 @@ def main() -> int:
     ap.add_argument("src", type=Path, help="folder with one subfolder of kernel tables per GPU")
     ap.add_argument("--out", type=Path, default=REPO / "advisor" / "cost" / "kernel_params.json")
     ap.add_argument("--slices", type=Path, default=REPO / "tests" / "data" / "kernels")
+    ap.add_argument("--only", nargs="*", help="refit only these models (moe, gemm, attention, mla)")
     args = ap.parse_args()
     from advisor.files import write_atomic
 
     doc: dict[str, Any] = {"source": "ai-dynamo/aiconfigurator @095f58a5 measured kernel tables (vLLM 0.24.0 on "
                                      "rtx-pro-6000-server, h100-sxm, b200-sxm, b300-sxm, gb200, l40s; 0.14.0 on "
                                      "a100-sxm), fitted by scripts/fit_kernels.py", "sampled_rows": SAMPLE}
-    readers = {"moe": moe_rows, "gemm": gemm_rows, "attention": attention_rows}
+    readers = {"moe": moe_rows, "gemm": gemm_rows, "attention": attention_rows, "mla": mla_rows}
+    only = [m for m in readers if m in (args.only or readers)]
+    if args.only:  # refit some models, keep the others' shipped parameters
+        doc = {**json.loads(args.out.read_text(encoding="utf-8")), **doc}
+    readers = {m: readers[m] for m in only}
     for model, read in readers.items():
         rows = read(args.src)
         c = columns(rows)

@@ -166,6 +166,7 @@ def _attn_group(cfg: Cfg, kind: str, count: int, state: dict[str, int]) -> AttnG
             index = idim + idim // 128 * _INDEX_SCALE_BYTES_PER_128
             topk = cfg.int("index_topk", 2048)  # vLLM `deepseek_v2.py: Indexer` default topk_tokens
         return AttnGroup(kind="mla", layers=count, num_heads=heads, kv_heads=1, latent_dim=latent,
+                         rope_dim=cfg.int("qk_rope_head_dim"),
                          head_dim=cfg.int("qk_nope_head_dim") + cfg.int("qk_rope_head_dim"),
                          index_bytes_per_token=index, index_topk=topk, window=_window(cfg, kind))
     g = blocks.attn_geom(cfg, kind)

@@ -46,14 +46,19 @@ TARGET_PCT = {"tpot_ms": 15.0, "ttft_ms": 25.0, "output_tok_s": 15.0}
 def guard(fit: Any, hw: str, engine: str, output: Path) -> tuple[list[str], list[str]]:
     """(reasons not to write the fit, warnings): a fit that informs no term; held-out error worse than the
     calibration it replaces; with nothing to replace, held-out error beyond the README targets."""
-    from advisor.calibrate.store import replaced, worse_metrics
+    from advisor.calibrate.store import pooled_terms, replaced, worse_metrics
+    from advisor.hardware import load_profile
 
     refuse: list[str] = []
     if not fit.fitted_:
         refuse.append(f"the rows inform no term (all {len(fit.refused_)} kept at their priors: "
                       f"{next(iter(fit.refused_.values()))})")
-    for cal, name in replaced(hw, engine, output) if fit.fitted_ else []:
-        worse = worse_metrics(fit.cv_, cal.cv)
+    olds = [(cal.cv, name) for cal, name in replaced(hw, engine, output)]
+    shipped = pooled_terms(load_profile(hw), engine)
+    if shipped is not None and shipped[1]["rows"]:  # this GPU's shipped terms, held-out error by model
+        olds.append((shipped[1]["cv"], f"the shipped {hw}/{engine} calibration"))
+    for cv, name in olds if fit.fitted_ else []:
+        worse = worse_metrics(fit.cv_, cv)
         if worse:
             refuse.append(f"{'; '.join(worse)}: worse than {name}, which it would replace")
     warn = [f"held-out median {m} error {s['median_abs_pct']:g}% is beyond the {TARGET_PCT[m]:g}% target"
@@ -67,7 +72,7 @@ def calibrate_doc(files: list[str], hw: str, engine: str, output: Path,
     from advisor.calibrate.fit import METHOD, Calibrator
     from advisor.calibrate.measurements import read_measurements
     from advisor.calibrate.predict_rows import engine_label, prepare
-    from advisor.calibrate.store import Calibration, write_calibration
+    from advisor.calibrate.store import Calibration, terms_for, write_calibration
     from advisor.errors import AdvisorError
     from advisor.hardware import load_profile
 
@@ -82,7 +87,10 @@ def calibrate_doc(files: list[str], hw: str, engine: str, output: Path,
         first = f" (first: {rejected[0]['reason']})" if rejected else ""
         raise AdvisorError(f"{', '.join(files)}: no usable rows for {profile.id}/{engine}: {len(mine)} rows of it, "
                            f"{len(rejected)} rejected{first}")
-    fit = Calibrator().fit(bucket)
+    # the shipped pooled terms of this GPU (or the engine-wide ones) are the prior the rows pull away from:
+    # shrinkage, so 5-30 rows move what they measure and keep the rest
+    prior, _ = terms_for(profile, engine)
+    fit = Calibrator(prior).fit(bucket)
     refuse, warnings = guard(fit, profile.id, engine, output)
     if refuse and not force:
         raise AdvisorError(f"-o {output}: not written: {'; '.join(refuse)} (--force writes it anyway)")

@@ -71,6 +71,9 @@ class Features:
     attn_t0_us: np.ndarray
     attn_e_bw: np.ndarray
     attn_e_f: np.ndarray
+    attn_mla: np.ndarray  # 1: the full layers are MLA (decode costed by `kernels.mla_decode_us`)
+    mla_latent: np.ndarray  # MLA latent width (without the RoPE part)
+    mla_rope: np.ndarray
     kv_full: np.ndarray  # KV bytes per context token, full-attention layers (capacity)
     kv_win: np.ndarray  # KV bytes per context token, windowed layers
     window: np.ndarray
@@ -106,7 +109,7 @@ def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Se
     return {
         "layers": arch.num_layers, "hidden": arch.hidden_size, "vocab": arch.vocab_size, "tp": plan.tp,
         "pp": plan.pp, "dp": plan.dp, "ep": plan.ep, **_dense(arch, plan, hw, weights, fp4),
-        **_moe(arch, plan, hw, weights, fp4), **_attention(arch, plan, b),
+        **_moe(arch, plan, hw, weights, fp4), **_attention(arch, plan, b, hw.gpu.sm),
         "kv_full": arch.kv_bytes_per_token(plan.tp, b), "kv_win": arch.windowed_kv_bytes_per_token(plan.tp, b),
         "state_bytes": arch.state_bytes_per_seq(plan.tp),
         **{f"coll_{k}": [slots[s.name][j] for s in SLOTS] for j, k in enumerate(("calls", "bytes", "group"))},
@@ -157,12 +160,13 @@ def _moe(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[Weight
             "moe_t0_us": k["t0_us"], "moe_e_bw": k["e_bw"], "moe_e_f": k["e_f"], "moe_kappa": k["kappa_ns_per_B"]}
 
 
-def _attention(arch: ModelArch, plan: Plan, b_kv: float) -> dict[str, float]:
+def _attention(arch: ModelArch, plan: Plan, b_kv: float, sm: str) -> dict[str, float]:
     """Per-GPU attention geometry of the full-context and the windowed layers, DSA's indexer, and the decode
     kernel's parameters for this KV dtype."""
     out = {"attn_layers": 0.0, "attn_heads": 0.0, "attn_kv_heads": 1.0, "attn_head_dim": 1.0, "win_layers": 0.0,
            "win_heads": 0.0, "win_kv_heads": 1.0, "win_head_dim": 1.0, "window": 0.0, "index_bytes": 0.0,
-           "index_topk": 0.0, "attn_full_flops": 0.0, "attn_win_flops": 0.0}
+           "index_topk": 0.0, "attn_full_flops": 0.0, "attn_win_flops": 0.0, "attn_mla": 0.0, "mla_latent": 0.0,
+           "mla_rope": 0.0}
     for g in arch.attn_groups:
         if g.kind in ("linear", "mamba"):
             continue
@@ -170,6 +174,8 @@ def _attention(arch: ModelArch, plan: Plan, b_kv: float) -> dict[str, float]:
         if g.kind == "mla":
             kv_heads, head_dim = 1.0, g.latent_dim / 2  # one latent vector per token, K and V read once
             flops = 2 * heads * 2 * g.latent_dim * g.layers  # absorbed QK^T and PV over the latent
+            out["attn_mla"], out["mla_rope"] = 1.0, float(g.rope_dim)
+            out["mla_latent"] = float(g.latent_dim - g.rope_dim)
         else:
             kv_heads, head_dim = max(1.0, g.kv_heads / plan.tp), (g.k_dim + (g.v_dim or g.k_dim)) / 2
             flops = 2 * heads * (g.k_dim + (g.v_dim or g.k_dim)) * g.layers
@@ -181,5 +187,7 @@ def _attention(arch: ModelArch, plan: Plan, b_kv: float) -> dict[str, float]:
             out["window"] = max(out["window"], float(g.window))
         if g.index_bytes_per_token:
             out["index_bytes"], out["index_topk"] = float(g.index_bytes_per_token), float(g.index_topk)
-    a = kernels.attention_params("fp8" if b_kv == 1.0 else "bf16")
-    return {**out, "b_kv": b_kv, "attn_t0_us": a["t0_us"], "attn_e_bw": a["e_bw"], "attn_e_f": a["e_f"]}
+    kv = "fp8" if b_kv == 1.0 else "bf16"
+    a = kernels.attention_params(kv)
+    eff = kernels.mla_params(kv, sm) if out["attn_mla"] else a
+    return {**out, "b_kv": b_kv, "attn_t0_us": a["t0_us"], "attn_e_bw": eff["e_bw"], "attn_e_f": eff["e_f"]}

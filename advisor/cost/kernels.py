@@ -16,6 +16,11 @@ never measured is predicted from its spec sheet.
   expert's rows padded to the block M); plus pairs h a / bw for permute / quantize / combine traffic.
 - Decode attention over a paged KV cache (FlashAttention / FlashInfer decode): tw = KV bytes / bw + L d b
   rho (one CTA streams one sequence's KV); tc = 4 b h L d / peak_bf16.
+- MLA decode over the latent cache (absorbed weights; vLLM `attention/backends/mla/`: FlashMLA on sm90,
+  FlashInfer/CUTLASS MLA on sm100, Triton MLA elsewhere, chosen in `platforms/cuda.py:
+  get_attn_backend_cls`): tw = b L (r + rope) b_kv / bw (each latent read once for all heads);
+  tc = 2 b h L (2 r + rope) / peak_bf16 (QK^T over latent + rope, PV over the latent). Fitted to the
+  context slope of the MLA module tables (the projections do not grow with context).
 """
 
 from __future__ import annotations
@@ -79,6 +84,25 @@ def moe_params(fmt: str, native_fp4: bool) -> dict[str, float]:
 def attention_params(kv_dtype: str) -> dict[str, float]:
     """t0_us, e_bw, e_f, rho_ns_per_B of decode attention over a `kv_dtype` cache."""
     return dict(params()["attention"]["by_kv"]["fp8" if kv_dtype == "fp8" else "bfloat16"])
+
+
+NATIVE_MLA_SM = ("sm90", "sm100", "sm103")
+
+
+def mla_params(kv_dtype: str, sm: str) -> dict[str, float]:
+    """e_bw, e_f of MLA decode: the GPU's MLA kernel class (native FlashMLA/FlashInfer/CUTLASS or Triton)."""
+    cls = ("native" if sm in NATIVE_MLA_SM else "triton") + "/" + ("fp8" if kv_dtype == "fp8" else "bfloat16")
+    return dict(params()["mla"]["by_cls"][cls])
+
+
+def mla_decode_us(f: Any, b_kv: Any, batch: Any, ctx: Any, heads: Any, latent: Any, rope: Any, bw: Any,
+                  peak_bf16: Any, P: Any = None) -> Any:
+    """Microseconds of MLA decode attention beyond its fixed latency: `batch` sequences of `ctx` latent tokens,
+    `heads` query heads per GPU; `f` holds e_bw, e_f; `P` the shared p."""
+    P = P or params()["mla"]
+    tw = batch * ctx * (latent + rope) * b_kv / (bw * f["e_bw"]) * 1e6
+    tc = 2 * batch * heads * ctx * (2 * latent + rope) / (peak_bf16 * f["e_f"]) * 1e6
+    return _pnorm(tw, tc, P["p"])
 
 
 def gemm_us(f: Any, m: Any, n: Any, k: Any, w_bytes: Any, bw: Any, peak: Any, P: Any = None) -> Any:

@@ -16,10 +16,17 @@ decode tokens and I prompt tokens, so a step carries d = r (O - 1) / L decode an
 M/D/1 queue on the spare budget: utilisation u = p / (B - d), service S = I / (B - d) steps, mean wait
 u S / (2 (1 - u))), then the steps that carry its own prompt. SGLang's decodes pause for every prefill step.
 
-A benchmark's first round is not staggered: a closed-loop client (`vllm bench serve --max-concurrency`,
-genai-perf) releases every user at once, so the first r prompts (r x I tokens) are prefilled FCFS in
-n = r I / chunk steps and the j-th waits for j of them. The share of measured requests in that round
-(concurrency / prompts in the run) is `first_round_share`: 0 for a deployment's steady state.
+A benchmark is often not staggered: a closed-loop client (`vllm bench serve --max-concurrency`, genai-perf)
+releases every user at once, so r prompts (r x I tokens) are prefilled FCFS in n = r I / chunk steps and the
+j-th waits for j of them; with equal lengths the users finish together and come back together, so the
+waves persist. The share of measured requests served in such waves is `wave_share` (a fitted term of the
+benchmark, `Terms.bench_wave_share`): 0 for a deployment's steady state.
+
+TensorRT-LLM with attention-DP, as the public recipes run it (`attention_dp_config: {enable_balance: true,
+timeout_iters: 60, batching_wait_iters: 0}` in the InferenceX/InferenceMAX TRT-LLM scripts): a context
+request is held until every DP rank has one or `timeout_iters` steps pass (`tensorrt_llm/_torch/pyexecutor/
+py_executor.py: _balance_adp_requests`). With fewer users than DP ranks some rank never has one, so every new
+request waits the whole timeout.
 
 KV is paged: a running request occupies its prompt plus the tokens generated so far, I + O/2 on average;
 users beyond what fits wait in the queue, and in a closed loop (Little's law) each waits
@@ -48,11 +55,17 @@ class Scheduler:
 
     mixed: bool
     budget: float
+    adp_timeout_steps: float = 0.0  # steps a context request may be held to balance attention-DP ranks
+
+
+# TensorRT-LLM attention-DP balancing as the public recipes set it (module docstring)
+TRTLLM_ADP_TIMEOUT_ITERS = 60
 
 
 def scheduler(engine: str, budget: float) -> Scheduler:
     """SGLang runs prefill and decode in separate steps; vLLM V1 and TensorRT-LLM mix them."""
-    return Scheduler(mixed=engine != "sglang", budget=float(budget))
+    return Scheduler(mixed=engine != "sglang", budget=float(budget),
+                     adp_timeout_steps=TRTLLM_ADP_TIMEOUT_ITERS if engine == "trtllm" else 0.0)
 
 
 def kv_capacity(F: Features, occupied_tokens: np.ndarray) -> np.ndarray:
@@ -64,7 +77,7 @@ def kv_capacity(F: Features, occupied_tokens: np.ndarray) -> np.ndarray:
 
 
 def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency: np.ndarray,
-          input_len: np.ndarray, output_len: np.ndarray, first_round_share: float | np.ndarray = 0.0
+          input_len: np.ndarray, output_len: np.ndarray, wave_share: float | np.ndarray = 0.0
           ) -> dict[str, np.ndarray]:
     """TTFT, TPOT, tok/s for `concurrency` closed-loop users with fixed lengths (arrays broadcast to
     [P, C, L]); also the running requests, the decode step's breakdown and the prefill share of a step."""
@@ -77,9 +90,11 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
     t_dec = parts["total"]
     steady = (_mixed if sched.mixed else _separate)(step, sched, running, input_len, decodes, ctx_dec, t_dec)
     first = _first_round(step, sched, running, input_len, decodes, ctx_dec, t_dec)
-    s = first_round_share
+    s = wave_share
     tpot = (1 - s) * steady[0] + s * first[0]
     ttft_run = (1 - s) * steady[1] + s * first[1] + terms.request_overhead_us * 1e-6
+    # attention-DP balancing (TensorRT-LLM): fewer users than DP ranks -> every context request times out
+    ttft_run = ttft_run + np.where((F.dp > 1) & (concurrency < F.dp), sched.adp_timeout_steps, 0.0) * t_dec
     lifetime = ttft_run + decodes * tpot
     queued = np.maximum(users / running - 1, 0)
     active = np.minimum(concurrency, F.dp * running)  # idle DP ranks run dummy forwards, serve no one
@@ -106,9 +121,13 @@ def _mixed(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.nd
         u = np.minimum(p / spare, MAX_UTILISATION)
         wait = u * service / (2 * (1 - u))
         lifetime_steps = decodes + wait + np.maximum(service, 1.0)
-    t = step(d, ctx_dec, p, input_len / 2, d + p / input_len)["total"]
-    chunk = np.minimum(input_len, spare)
-    own = np.maximum(service, 1.0) * step(d, ctx_dec, chunk, input_len / 2, d + 1)["total"]
+    # A step carries a whole chunk or none: a share f of steps carries `chunk` prompt tokens. Averaging the
+    # prompt tokens over every step instead would spread them thin, touching every MoE expert each step.
+    chunk = np.minimum(spare, np.maximum(input_len, p))
+    f = p / chunk
+    t_pre = step(d, ctx_dec, chunk, input_len / 2, d + 1)["total"]
+    t = (1 - f) * step(d, ctx_dec, 0 * chunk, input_len / 2, d)["total"] + f * t_pre
+    own = np.maximum(service, 1.0) * t_pre
     return t, (0.5 + wait) * t + own, p / np.maximum(p + d, 1e-9)
 
 

@@ -57,7 +57,8 @@ def pad_tokens(t: np.ndarray) -> np.ndarray:
 
 def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: np.ndarray, ctx: np.ndarray,
               pre: np.ndarray, ctx_pre: np.ndarray, sampled: np.ndarray) -> dict[str, np.ndarray]:
-    """Seconds of one step per DP rank, split into the breakdown terms (plus `total`). Arrays broadcast
+    """Seconds of one step per DP rank, split into the breakdown terms (plus `total`), and the same total by
+    mechanism (`mech_gemm`, `mech_moe`, `mech_attention`, `mech_collectives`, `mech_fixed`). Arrays broadcast
     against the features ([P] or [P, 1, 1])."""
     bw = hw.gpu.mem_bw_bytes_per_s * terms.bw_scale
     peak16 = hw.gpu.dense_flops_per_s("bf16")
@@ -76,6 +77,13 @@ def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: n
     shape = np.broadcast_shapes(*(np.shape(v) for v in parts.values()))
     out = {k: np.broadcast_to(v, shape) for k, v in parts.items()}
     out["total"] = sum(out.values())  # type: ignore[assignment]
+    # the same time by mechanism (what `explain` and the case study report): each kernel chain with its
+    # fixed latency, the collectives, and the step-level fixed time
+    attention = parts["kv"] + attn_fixed * 1e-6 + prefill_attn / (peak16 * F.gemm_e_f * terms.flops_scale)
+    mech = {"gemm": parts_w + parts_c + fixed * 1e-6, "moe": moe_w + moe_c + moe_fixed * 1e-6,
+            "attention": attention, "collectives": comm_t,
+            "fixed": F.layers * terms.layer_overhead_us * 1e-6 + terms.step_overhead_us * 1e-6}
+    out.update({f"mech_{k}": np.broadcast_to(v, shape) for k, v in mech.items()})
     return out
 
 
@@ -95,14 +103,25 @@ def _gemms(F: Features, bw: float, terms: Terms, tokens: np.ndarray) -> tuple[np
     return w, c, F.gemm_calls * F.gemm_t0_us
 
 
+def touched_experts(experts: np.ndarray, topk: np.ndarray, ep: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """Distinct experts one GPU reads per MoE layer: E / EP (1 - (1 - k/E)^T), uniform routing (vLLM
+    `fused_moe.py` reads every expert that any of the T tokens picks)."""
+    e = np.maximum(experts, 1)
+    return e / ep * (1 - (1 - topk / e) ** tokens)
+
+
+def busiest_rank_pairs(topk: np.ndarray, ep: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """(token, expert) pairs on the busiest of EP ranks: mean T k / EP plus sqrt(2 mean ln EP), the expected
+    maximum of EP Poisson loads (static expert placement, EPLB off)."""
+    mean = tokens * topk / ep
+    return mean + np.sqrt(2 * mean * np.log(np.maximum(ep, 1)))
+
+
 def _moe(F: Features, bw: float, terms: Terms, tokens: np.ndarray) -> tuple[np.ndarray, ...]:
     """The MoE layers on the busiest GPU: (memory seconds, compute-excess seconds, fixed microseconds)."""
     P = kernels.params()["moe"]
-    e = np.maximum(F.experts, 1)
-    touched = 1 - (1 - F.topk / e) ** tokens
-    n_act = e / F.ep * touched
-    mean = tokens * F.topk / F.ep
-    pairs = mean + np.sqrt(2 * mean * np.log(np.maximum(F.ep, 1)))
+    n_act = touched_experts(F.experts, F.topk, F.ep, tokens)
+    pairs = busiest_rank_pairs(F.topk, F.ep, tokens)
     w_expert = F.moe_mats * F.moe_hidden * F.moe_inter * F.moe_b_w
     slim = F.moe_inter / (F.moe_inter + P["I_h"])
     tw = (n_act * w_expert / (F.moe_e_bw * slim) + pairs * F.moe_hidden * P["a_act_B"]) / bw \
@@ -120,8 +139,10 @@ def _decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray,
     f = {"t0_us": 0.0, "e_bw": F.attn_e_bw, "e_f": F.attn_e_f, "rho_ns_per_B": 0.0}
     full_ctx = np.where(F.index_topk > 0, np.minimum(ctx, F.index_topk), ctx)
     win_ctx = np.minimum(ctx, np.where(F.window > 0, F.window, ctx))
-    full = kernels.attention_decode_us(f, F.b_kv, dec, full_ctx, F.attn_heads, F.attn_kv_heads, F.attn_head_dim,
-                                       bw, peak, P)
+    gqa = kernels.attention_decode_us(f, F.b_kv, dec, full_ctx, F.attn_heads, F.attn_kv_heads, F.attn_head_dim,
+                                      bw, peak, P)
+    mla = kernels.mla_decode_us(f, F.b_kv, dec, full_ctx, F.attn_heads, F.mla_latent, F.mla_rope, bw, peak)
+    full = np.where(F.attn_mla > 0, mla, gqa)
     win = kernels.attention_decode_us(f, F.b_kv, dec, win_ctx, F.win_heads, F.win_kv_heads, F.win_head_dim, bw,
                                       peak, P)
     indexer = dec * ctx * F.index_bytes / (bw * F.attn_e_bw) * 1e6  # DSA: the indexer reads the whole context

@@ -34,11 +34,13 @@ class Terms(BaseModel):
     tokenization, admission, first-token detokenization). Prior 20 ms: guess; TTFT keeps it when the prefill
     is tiny."""
 
-    bench_prompts_per_user: float = Field(5.0, ge=1)
-    """Of a measured benchmark run, not of the engine: prompts sent per user (num_prompts / max concurrency).
-    Its inverse is the share of measured requests in the synchronized first round, whose prompts all arrive
-    at once (`cost/serving.py`); predictions for a deployment use the steady state (share 0). Prior 5: guess;
-    `vllm bench serve` sends 1000 prompts by default (`vllm/benchmarks/serve.py`), i.e. 1000 / concurrency."""
+    bench_wave_share: float = Field(0.5, ge=0, le=1)
+    """Of a measured benchmark, not of the engine: the share of its requests served in synchronized waves. A
+    closed-loop client (`vllm bench serve --max-concurrency`, genai-perf) releases every user at once, and
+    with equal lengths they finish together and come back together, so prompts keep arriving in bursts
+    (`cost/serving.py: _first_round`) rather than staggered. Predictions for a deployment use the staggered
+    steady state (share 0). Prior 0.5: no knowledge either way; fitted per engine (the engines' schedulers
+    keep or break the waves differently)."""
 
     comm_latency_scale: float = Field(1.0, gt=0)
     """Multiplier on the profile's measured collective times (nccl-tests run one collective in a loop;
@@ -53,5 +55,5 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "step_overhead_us": (0.0, 20_000.0),
     "request_overhead_us": (0.0, 2_000_000.0),
     "comm_latency_scale": (0.5, 4.0),
-    "bench_prompts_per_user": (1.0, 200.0),
+    "bench_wave_share": (0.0, 1.0),
 }

@@ -23,5 +23,5 @@ def predict(F: Features, hw: HardwareProfile, terms: Terms, engine: str, budget:
              sampled: np.ndarray) -> dict[str, np.ndarray]:
         return step_time(F, hw, terms, comm, dec, ctx, pre, ctx_pre, sampled)
 
-    share = 1 / terms.bench_prompts_per_user if benchmark else 0.0
+    share = terms.bench_wave_share if benchmark else 0.0
     return serve(F, terms, step, scheduler(engine, budget), concurrency, input_len, output_len, share)
