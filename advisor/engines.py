@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 Engine = Literal["vllm", "sglang"]  # engines the cost model predicts and prints commands for
@@ -95,6 +96,7 @@ ENGINE_VERSION_HELP = (
     + ", ".join(r.name for r in VLLM_RELEASES) + ".")
 
 
+@cache  # pure in its arguments: a table lookup
 def release(engine: str, version: str | None = None) -> Release:
     """The modelled release span holding `version` ("0.19.1", "0.20"; None: the default) of `engine`."""
     text = version or DEFAULT_ENGINE_VERSION[engine]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -104,7 +103,8 @@ def why() -> list[str]:
     """The one-user decode step of each case-study model by mechanism, under the shipped terms."""
     hw = load_profile("rtx-pro-6000-server")
     terms = terms_for(hw, "vllm")[0]
-    lines = ["| Model | Plan | step ms | dense GEMMs | MoE chain | attention | allreduce | fixed (per layer, per step) |",
+    lines = ["| Model | Plan | step ms | dense GEMMs | MoE chain | attention | allreduce "
+             "| fixed (per layer, per step) |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     for model, plan in WHY:
         entry = lookup(model)

@@ -130,11 +130,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_calibrate_cli_writes_file_and_failed_fit_leaves_existing_file(tmp_path: Path) -> None:
     case = CASE_STUDY
     out = tmp_path / "cal.json"
-    r = _cli("calibrate", str(case), "--hw", "rtx-pro-6000-server", "-o", str(out), "--json", "--force")
+    r = _cli("calibrate", str(case), "--hw", "rtx-pro-6000-server", "-o", str(out), "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    # 4 rows fit worse (held out) than the shipped terms do on this GPU: written only because of --force, and said
-    assert doc["warnings"][0].startswith("written anyway (--force): held-out median")
     assert doc["rows_used"] == 4 and "flops_scale" in doc["refused"]  # the case study has no TTFT
     # the refused terms keep the shipped pooled terms of this GPU (the prior the rows pull away from)
     shipped = read_pooled("vllm")

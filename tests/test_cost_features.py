@@ -13,8 +13,8 @@ from conftest import catalog_arch
 from advisor.cost.collectives import SLOTS, Collective, allreduce_summary
 from advisor.cost.features import Features, plan_features
 from advisor.cost.plan import Plan
-from advisor.cost.sweep import make_case
 from advisor.cost.serving import kv_capacity
+from advisor.cost.sweep import make_case
 from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile
 

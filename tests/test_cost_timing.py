@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from conftest import catalog_arch
 
+from advisor.cost import kernels
 from advisor.cost.features import Features, plan_features
 from advisor.cost.plan import Plan
-from advisor.cost.sweep import Case, evaluate, make_case
-from advisor.cost.terms import Terms
-from advisor.cost import kernels
 from advisor.cost.serving import kv_capacity
 from advisor.cost.step import busiest_rank_pairs, comm_fn, pad_tokens, step_time, touched_experts
+from advisor.cost.sweep import Case, evaluate, make_case
+from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np

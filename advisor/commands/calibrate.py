@@ -53,16 +53,19 @@ def guard(fit: Any, hw: str, engine: str, output: Path) -> tuple[list[str], list
     if not fit.fitted_:
         refuse.append(f"the rows inform no term (all {len(fit.refused_)} kept at their priors: "
                       f"{next(iter(fit.refused_.values()))})")
-    olds = [(cal.cv, name) for cal, name in replaced(hw, engine, output)]
-    shipped = pooled_terms(load_profile(hw), engine)
-    if shipped is not None and shipped[1]["rows"]:  # this GPU's shipped terms, held-out error by model
-        olds.append((shipped[1]["cv"], f"the shipped {hw}/{engine} calibration"))
-    for cv, name in olds if fit.fitted_ else []:
-        worse = worse_metrics(fit.cv_, cv)
+    for cal, name in replaced(hw, engine, output) if fit.fitted_ else []:
+        worse = worse_metrics(fit.cv_, cal.cv)
         if worse:
             refuse.append(f"{'; '.join(worse)}: worse than {name}, which it would replace")
-    warn = [f"held-out median {m} error {s['median_abs_pct']:g}% is beyond the {TARGET_PCT[m]:g}% target"
-            for m, s in fit.cv_.items() if s.get("median_abs_pct", 0) > TARGET_PCT.get(m, 100)]
+    warn: list[str] = []
+    shipped = pooled_terms(load_profile(hw), engine)
+    if fit.fitted_ and shipped is not None and shipped[1]["rows"]:  # the shipped terms stay; say if they are better
+        worse = worse_metrics(fit.cv_, shipped[1]["cv"])
+        if worse:
+            warn.append(f"{'; '.join(worse)} of the shipped {hw}/{engine} terms (model held out): "
+                        f"--calibration {output} would predict worse than leaving it out")
+    warn += [f"held-out median {m} error {s['median_abs_pct']:g}% is beyond the {TARGET_PCT[m]:g}% target"
+             for m, s in fit.cv_.items() if s.get("median_abs_pct", 0) > TARGET_PCT.get(m, 100)]
     return refuse, warn
 
 

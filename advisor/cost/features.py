@@ -109,7 +109,7 @@ def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Se
     return {
         "layers": arch.num_layers, "hidden": arch.hidden_size, "vocab": arch.vocab_size, "tp": plan.tp,
         "pp": plan.pp, "dp": plan.dp, "ep": plan.ep, **_dense(arch, plan, hw, weights, fp4),
-        **_moe(arch, plan, hw, weights, fp4), **_attention(arch, plan, b, hw.gpu.sm),
+        **_moe(arch, plan, hw, weights, fp4), **_attention(arch, plan, b, hw.gpu.sm or ""),
         "kv_full": arch.kv_bytes_per_token(plan.tp, b), "kv_win": arch.windowed_kv_bytes_per_token(plan.tp, b),
         "state_bytes": arch.state_bytes_per_seq(plan.tp),
         **{f"coll_{k}": [slots[s.name][j] for s in SLOTS] for j, k in enumerate(("calls", "bytes", "group"))},

@@ -71,16 +71,19 @@ def _pnorm(tw: np.ndarray, tc: np.ndarray, p: float) -> np.ndarray:
     return (tw ** p + tc ** p) ** (1 / p)
 
 
+@cache  # pure in its string arguments; callers only read the dict
 def gemm_params(fmt: str, native_fp4: bool) -> dict[str, float]:
     """t0_us, e_bw, e_f of the GEMM kernel that runs weight format `fmt` (see `gemm_format`)."""
     return dict(params()["gemm"]["by_fmt"][gemm_format(fmt, native_fp4)])
 
 
+@cache  # pure in its string arguments; callers only read the dict
 def moe_params(fmt: str, native_fp4: bool) -> dict[str, float]:
     """t0_us, e_bw, e_f, kappa_ns_per_B of the fused-MoE kernel that runs expert format `fmt`."""
     return dict(params()["moe"]["by_fmt"][moe_format(fmt, native_fp4)])
 
 
+@cache  # pure in its string arguments; callers only read the dict
 def attention_params(kv_dtype: str) -> dict[str, float]:
     """t0_us, e_bw, e_f, rho_ns_per_B of decode attention over a `kv_dtype` cache."""
     return dict(params()["attention"]["by_kv"]["fp8" if kv_dtype == "fp8" else "bfloat16"])
@@ -89,6 +92,7 @@ def attention_params(kv_dtype: str) -> dict[str, float]:
 NATIVE_MLA_SM = ("sm90", "sm100", "sm103")
 
 
+@cache  # pure in its string arguments; callers only read the dict
 def mla_params(kv_dtype: str, sm: str) -> dict[str, float]:
     """e_bw, e_f of MLA decode: the GPU's MLA kernel class (native FlashMLA/FlashInfer/CUTLASS or Triton)."""
     cls = ("native" if sm in NATIVE_MLA_SM else "triton") + "/" + ("fp8" if kv_dtype == "fp8" else "bfloat16")

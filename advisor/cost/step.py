@@ -36,12 +36,15 @@ def comm_fn(hw: HardwareProfile, engine: str) -> Comm:
     """Collective time on the profile's measured terms; TensorRT-LLM's allreduce follows the same rules as
     vLLM's custom allreduce (one-shot / two-shot on NVLink, NCCL on PCIe: `tensorrt_llm/_torch/distributed/
     ops.py: AllReduce` with strategy AUTO)."""
-    from advisor.hardware.comm import collective_time_us
+    from advisor.hardware.comm import collective_timer
 
     physics = "vllm" if engine == "trtllm" else engine
+    timers: dict[tuple[str, int], Callable[[np.ndarray], np.ndarray]] = {}
 
     def f(op: str, nbytes: np.ndarray, n: int) -> np.ndarray:
-        return collective_time_us(hw, op, nbytes, n, engine=physics) * 1e-6
+        if (op, n) not in timers:  # placement and terms resolved once per (op, group size)
+            timers[op, n] = collective_timer(hw, op, n, engine=physics)
+        return timers[op, n](nbytes) * 1e-6
 
     return f
 
@@ -151,15 +154,17 @@ def _decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray,
     return us * 1e-6, fixed
 
 
-def _by_group(comm: Comm, op: str, nbytes: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """Collective time where group sizes differ per plan: one vectorised call per distinct size."""
-    out = np.zeros(np.broadcast_shapes(nbytes.shape, group.shape))
-    nbytes, group = np.broadcast_to(nbytes, out.shape), np.broadcast_to(group, out.shape)
-    for n in np.unique(group):
-        if n > 1:
-            mask = group == n
-            out[mask] = comm(op, nbytes[mask], int(n))
-    return out
+_GROUPS: dict[str, object] = {}  # the last features' group masks per slot (a sweep calls the step ~4 times)
+
+
+def _slot_groups(F: Features) -> list[list[tuple[int, np.ndarray]]]:
+    """Per collective slot, (group size, mask of the plans with it) for each size > 1; computed once per
+    features (the step is evaluated several times per sweep on the same plans)."""
+    if _GROUPS.get("key") is not F.coll_group:
+        _GROUPS["key"] = F.coll_group
+        _GROUPS["val"] = [[(int(n), F.coll_group[..., k] == n) for n in np.unique(F.coll_group[..., k]) if n > 1]
+                          for k in range(len(SLOTS))]
+    return _GROUPS["val"]  # type: ignore[return-value]
 
 
 def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.ndarray) -> np.ndarray:
@@ -168,10 +173,14 @@ def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.nd
     t = np.broadcast_to(tokens, np.broadcast_shapes(np.shape(tokens), F.tp.shape))
     units = {"tokens": t, "dp_tokens": t * F.dp, "sampled": np.maximum(sampled, 1) + 0 * t, "fixed": 1 + 0 * t}
     total = np.zeros(t.shape)
-    for k, slot in enumerate(SLOTS):
+    for k, (slot, groups) in enumerate(zip(SLOTS, _slot_groups(F), strict=True)):
         calls = F.coll_calls[..., k]
-        if not np.any(calls):
+        if not groups or not np.any(calls):
             continue
-        total = total + calls * _by_group(comm, slot.op, units[slot.scales_with] * F.coll_bytes[..., k],
-                                          F.coll_group[..., k])
+        nbytes = np.broadcast_to(units[slot.scales_with] * F.coll_bytes[..., k], t.shape)
+        timed = np.zeros(t.shape)
+        for n, mask in groups:
+            m = np.broadcast_to(mask, t.shape)
+            timed[m] = comm(slot.op, nbytes[m], n)
+        total = total + calls * timed
     return total
