@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 Engine = Literal["vllm", "sglang"]  # engines the cost model predicts and prints commands for
@@ -16,7 +17,7 @@ ENGINES: tuple[str, ...] = ("vllm", "sglang")
 MEASURED_ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm")
 # Physics a measured engine is predicted with: TensorRT-LLM has no model of its own here (yet), so its rows
 # are predicted with vLLM's collectives and scheduler and its fitted terms absorb the difference.
-PHYSICS_ENGINE: dict[str, str] = {"vllm": "vllm", "sglang": "sglang", "trtllm": "vllm"}
+PHYSICS_ENGINE: dict[str, str] = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}
 
 KvDtype = Literal["auto", "bf16", "fp8"]
 WeightDtype = Literal["bf16", "fp8", "int4", "nvfp4", "mxfp4"]
@@ -85,7 +86,9 @@ SGLANG_RELEASES: tuple[Release, ...] = (
             "sglang v0.5.23 memory_hook.py:handle_gpu_memory_settings, kv_cache_configurator.py:"
             "_profile_available_bytes"),
 )
-DEFAULT_ENGINE_VERSION: dict[str, str] = {"vllm": "0.33", "sglang": "0.5"}
+# TensorRT-LLM rows borrow vLLM's memory accounting (its KV pool, `kv_cache_free_gpu_mem_fraction` of the free
+# memory after loading, is not modelled); its scheduler and plans are its own (cost/serving.py, cost/plan.py).
+DEFAULT_ENGINE_VERSION: dict[str, str] = {"vllm": "0.33", "sglang": "0.5", "trtllm": "0.33"}
 ENGINE_VERSION_HELP = (
     "Engine release whose memory accounting and defaults to model, MAJOR.MINOR[.PATCH]. vLLM 0.11-0.33 "
     "(default 0.33: the newest release whose KV budget comes from the start-up profile; 0.34 sizes an "
@@ -93,11 +96,12 @@ ENGINE_VERSION_HELP = (
     + ", ".join(r.name for r in VLLM_RELEASES) + ".")
 
 
+@cache  # pure in its arguments: a table lookup
 def release(engine: str, version: str | None = None) -> Release:
     """The modelled release span holding `version` ("0.19.1", "0.20"; None: the default) of `engine`."""
     text = version or DEFAULT_ENGINE_VERSION[engine]
     m = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.\S*)?", text.strip())
-    table = VLLM_RELEASES if engine == "vllm" else SGLANG_RELEASES
+    table = SGLANG_RELEASES if engine == "sglang" else VLLM_RELEASES
     if m and int(m.group(1)) == 0:
         minor = int(m.group(2))
         for r in table:

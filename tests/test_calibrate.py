@@ -16,12 +16,12 @@ from conftest import CASE_STUDY
 from advisor.calibrate.fit import Calibrator
 from advisor.calibrate.measurements import Measurement
 from advisor.calibrate.predict_rows import predict_rows, prepare, run_bucket, with_predictions
-from advisor.calibrate.store import shipped_path, terms_for
+from advisor.calibrate.store import read_pooled, terms_for
 from advisor.cost.terms import BOUNDS, Terms
 from advisor.hardware import load_profile
 
 REPO = Path(__file__).resolve().parents[1]
-TRUE = Terms(mem_bw_eff=0.6, flops_eff=0.35, layer_overhead_us=30.0, step_overhead_us=800.0,
+TRUE = Terms(bw_scale=0.8, flops_scale=0.7, layer_overhead_us=30.0, step_overhead_us=800.0,
              comm_latency_scale=1.5)
 MODELS = ("meta-llama/Llama-3.1-8B", "Qwen/Qwen3-32B", "meta-llama/Llama-3.1-70B")
 
@@ -66,8 +66,8 @@ def test_fit_recovers_the_terms_that_generated_the_rows() -> None:
 
 
 def test_learned_attributes_exist_only_after_fit() -> None:
-    cal = Calibrator(Terms(mem_bw_eff=0.7), cv=False)
-    assert cal.prior.mem_bw_eff == 0.7 and cal.cv is False
+    cal = Calibrator(Terms(bw_scale=0.7), cv=False)
+    assert cal.prior.bw_scale == 0.7 and cal.cv is False
     for name in ("terms_", "cv_", "bounds_hit_", "rows_used_"):
         with pytest.raises(AttributeError, match=f"Calibrator.{name} does not exist before fit"):
             getattr(cal, name)
@@ -95,23 +95,23 @@ def test_predictions_are_new_records_and_the_inputs_stay_as_they_were() -> None:
 
 
 def test_fit_respects_bounds_and_reports_the_bound_hit() -> None:
-    fast = Terms(mem_bw_eff=1.0, flops_eff=0.35, layer_overhead_us=30.0, step_overhead_us=800.0)
+    fast = Terms(bw_scale=1.5, flops_scale=0.7, layer_overhead_us=30.0, step_overhead_us=800.0)
     rows = _synthetic(fast)
-    # measured TPOT 40% faster than even 100% of peak bandwidth allows: the fit must stop at the bound
+    # measured TPOT 40% faster than even the highest bandwidth scale allows: the fit must stop at the bound
     rows = [r.model_copy(update={"tpot_ms": r.tpot_ms * 0.6}) for r in rows if r.tpot_ms]
     _, buckets = prepare(rows)
     res = Calibrator(cv=False).fit(buckets[("h100-sxm", "vllm")])
     for name, value in res.terms_.model_dump().items():
         assert BOUNDS[name][0] <= value <= BOUNDS[name][1]
-    assert "mem_bw_eff" in res.bounds_hit_ and res.terms_.mem_bw_eff == pytest.approx(1.0, abs=0.01)
+    assert "bw_scale" in res.bounds_hit_ and res.terms_.bw_scale == pytest.approx(1.5, abs=0.01)
 
 
 def test_term_without_informative_rows_is_refused_and_kept_at_prior() -> None:
     _, buckets = prepare(_synthetic(TRUE, ttft=False))
     res = Calibrator(cv=False).fit(buckets[("h100-sxm", "vllm")])
-    assert "flops_eff" in res.refused_ and "TTFT" in res.refused_["flops_eff"]
-    assert res.terms_.flops_eff == Terms().flops_eff
-    assert "flops_eff" not in res.fitted_
+    assert "flops_scale" in res.refused_ and "TTFT" in res.refused_["flops_scale"]
+    assert res.terms_.flops_scale == Terms().flops_scale
+    assert "flops_scale" not in res.fitted_
 
 
 def test_cross_validation_groups_by_model() -> None:
@@ -130,12 +130,14 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_calibrate_cli_writes_file_and_failed_fit_leaves_existing_file(tmp_path: Path) -> None:
     case = CASE_STUDY
     out = tmp_path / "cal.json"
-    r = _cli("calibrate", str(case), "--hw", "rtx-pro-6000-server", "-o", str(out), "--json", "--force")
+    r = _cli("calibrate", str(case), "--hw", "rtx-pro-6000-server", "-o", str(out), "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    # 4 rows fit worse (held out) than the shipped calibration: written only because of --force, and said
-    assert doc["warnings"][0].startswith("written anyway (--force): held-out median")
-    assert doc["rows_used"] == 4 and "flops_eff" in doc["refused"]  # the case study has no TTFT
+    assert doc["rows_used"] == 4 and "flops_scale" in doc["refused"]  # the case study has no TTFT
+    # the refused terms keep the shipped pooled terms of this GPU (the prior the rows pull away from)
+    shipped = read_pooled("vllm")
+    assert shipped is not None
+    assert doc["terms"]["flops_scale"] == shipped.hardware["rtx-pro-6000-server"].terms.flops_scale
     saved = json.loads(out.read_text())
     assert saved["hardware"] == "rtx-pro-6000-server" and saved["rows_used"] == 4
     before = out.read_bytes()
@@ -154,24 +156,32 @@ def test_calibrate_garbage_file_exits_2_in_one_line(tmp_path: Path) -> None:
     assert r.returncode == 2 and str(junk) in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
-def test_shipped_calibration_is_used_and_nearest_is_borrowed() -> None:
+def test_shipped_pooled_terms_own_and_engine_wide() -> None:
     own = load_profile("rtx-pro-6000-server")
     terms, doc = terms_for(own, "vllm")
-    assert doc["how"] == "shipped" and doc["rows"] >= 4 and terms != Terms()
-    assert not shipped_path("rtx-pro-6000-ws", "vllm").exists()
+    assert doc["how"].startswith("shipped: vllm terms pooled") and doc["rows"] >= 4 and terms != Terms()
+    fit = read_pooled("vllm")
+    assert fit is not None and "rtx-pro-6000-ws" not in fit.hardware
     ws_terms, ws_doc = terms_for(load_profile("rtx-pro-6000-ws"), "vllm")
-    assert ws_doc["how"].startswith("borrowed from rtx-pro-6000-server") and ws_terms == terms
+    assert ws_doc["how"].startswith("engine-wide vllm terms") and "no measurements for rtx-pro-6000-ws" in ws_doc["how"]
+    assert ws_terms == fit.engine_wide and ws_doc["rows"] == 0
 
 
 def test_predict_json_says_shipped_calibration() -> None:
     r = _cli("predict", "MiniMaxAI/MiniMax-M2.5", "--hw", "rtx-pro-6000-server", "--tp", "4", "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["calibrated"]["how"] == "shipped" and doc["calibrated"]["hardware"] == "rtx-pro-6000-server"
+    assert doc["calibrated"]["how"].startswith("shipped") and doc["calibrated"]["hardware"] == "rtx-pro-6000-server"
+    low, high = doc["interval"]["tpot_ms_low"], doc["interval"]["tpot_ms_high"]
+    assert low < doc["tpot_ms"] < high
 
 
-def test_shipped_files_cover_silicon_dev_and_meet_the_tpot_target_somewhere() -> None:
+def test_shipped_files_cover_every_engine_with_held_out_splits() -> None:
     names = {p.name for p in (REPO / "advisor" / "calibrations").glob("*.json")}
-    assert {"h100-sxm--vllm.json", "b200-sxm--vllm.json", "b200-sxm--trtllm.json"} <= names
-    cal = json.loads((REPO / "advisor" / "calibrations" / "b200-sxm--vllm.json").read_text())
-    assert cal["cv"]["tpot_ms"]["n"] >= 100 and cal["cv"]["tpot_ms"]["median_abs_pct"] <= 15
+    assert {"vllm.json", "sglang.json", "trtllm.json"} <= names
+    fit = read_pooled("vllm")
+    assert fit is not None and {"h100-sxm", "b200-sxm", "rtx-pro-6000-server"} <= set(fit.hardware)
+    for split in ("model", "hardware"):
+        s = fit.splits[split]["overall"]["tpot_ms"]
+        assert s["n"] >= 300 and s["median_abs_pct"] <= 25, (split, s)
+    assert 60 <= fit.coverage["tpot_ms"] <= 95

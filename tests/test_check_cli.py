@@ -33,7 +33,7 @@ def test_check_case_study_predicts_all_four_rows_with_errors() -> None:
     for row in rows:
         assert set(row) == {"input", "measured", "predicted", "error_pct", "reason", "calibrated"}
         assert set(row["measured"]) == METRICS and set(row["predicted"]) == METRICS
-        assert row["calibrated"]["how"] == "shipped"
+        assert row["calibrated"]["how"].startswith("shipped: vllm terms pooled")
         for m in METRICS:
             meas = row["measured"][m]
             if meas is None:
@@ -154,7 +154,8 @@ def test_a_bench_json_without_hardware_and_plan_says_pass_hw_and_tp(advisor, tmp
 
 def test_summary_only(advisor) -> None:
     doc = json.loads(advisor("check", str(CASE_STUDY), "--json", "--summary").out)
-    assert set(doc) == {"summary"} and doc["summary"]["overall"]["predicted"] == 4
+    assert set(doc) == {"summary", "calibrated"} and doc["summary"]["overall"]["predicted"] == 4
+    assert doc["calibrated"]["rtx-pro-6000-server/vllm"].startswith("shipped: vllm terms pooled")
     r = advisor("check", str(CASE_STUDY), "--summary")
     assert r.code == 0 and "Measured vs predicted" not in r.out and "Summary" in r.out
 
@@ -164,10 +165,17 @@ def test_calibration_file_applies_to_its_own_hardware_and_engine(advisor, tmp_pa
     lines = (BENCH / "silicon_dev.csv").read_text().splitlines()
     mixed.write_text("\n".join([lines[0], *[ln for ln in lines[1:] if ",h100-sxm,vllm," in ln][:3],
                                 *[ln for ln in lines[1:] if ",b200-sxm,vllm," in ln][:3]]) + "\n")
-    cal = REPO / "advisor" / "calibrations" / "h100-sxm--vllm.json"
+    cal = tmp_path / "h100.json"  # a user's own fit of the three H100 rows
+    fit = advisor("calibrate", str(mixed), "--hw", "h100-sxm", "-o", str(cal), "--force")
+    assert fit.code == 0, fit.err
     doc = json.loads(advisor("check", str(mixed), "--calibration", str(cal), "--json").out)
     how = {row["input"]["hardware"]: row["calibrated"]["how"] for row in doc["rows"] if row["calibrated"]}
-    assert how == {"h100-sxm": f"file {cal}", "b200-sxm": "shipped"}
+    assert how["h100-sxm"] == f"file {cal}" and how["b200-sxm"].startswith("shipped: vllm terms pooled")
+    # before / after: the same H100 rows under the shipped terms, beside the user's fit
+    before, after = doc["summary_before"]["h100-sxm/vllm"], doc["summary"]["h100-sxm/vllm"]
+    assert before["predicted"] == after["predicted"] == 3
+    assert before["tpot_ms"]["median_abs_pct"] != after["tpot_ms"]["median_abs_pct"]
+    assert doc["summary_before"]["b200-sxm/vllm"] == doc["summary"]["b200-sxm/vllm"]  # not its box: unchanged
 
 
 def test_check_output_equals_the_row_by_row_predictions() -> None:

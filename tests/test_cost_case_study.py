@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import CASE_STUDY
 
 REPO = Path(__file__).resolve().parents[1]
@@ -21,7 +22,8 @@ def test_table_has_every_measured_metric() -> None:
     csv = CASE_STUDY
     done = run(str(csv))
     assert done.returncode == 0, done.stderr
-    rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and "%" in line]
+    table, why = done.stdout.split("Why, at one user")
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "%" in line]
     # 4 case-study points: two give TPOT and tok/s, two give tok/s only
     assert len(rows) == 6
     measured = [float(r.split("|")[7]) for r in rows]
@@ -34,6 +36,17 @@ def test_table_has_every_measured_metric() -> None:
         sign = round((predicted - float(cells[6])) / float(cells[6]) * 100)
         assert abs(int(err[:-1]) - sign) <= 1  # the table shows predictions rounded to 0.1
     assert "1024 assumed" in done.stdout
+    # the calibrated predictions keep the case study's order: MiniMax TP4 faster per user than Kimi TP8, and
+    # MiniMax EP8 serving more tok/s at 128 users than Kimi TP8
+    cal = {(c[0], c[1], c[5]): float(c[9]) for r in rows if (c := [x.strip() for x in r.strip("|").split("|")])}
+    assert cal["MiniMaxAI/MiniMax-M2.5", "TP4", "TPOT ms"] < cal["nvidia/Kimi-K2.5-NVFP4", "TP8", "TPOT ms"]
+    kimi = cal["nvidia/Kimi-K2.5-NVFP4", "TP8", "output tok/s"]
+    assert cal["MiniMaxAI/MiniMax-M2.5", "TP8+EP8", "output tok/s"] > kimi
+    # the why table: each one-user step split by mechanism, shares summing to the step
+    for line in (x for x in why.splitlines() if x.startswith("| ") and "%" in x):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        step, parts = float(cells[2]), [float(c.split()[0]) for c in cells[3:]]
+        assert sum(parts) == pytest.approx(step, abs=0.03)
 
 
 def test_default_path_is_the_bundled_csv() -> None:

@@ -13,8 +13,8 @@ from conftest import catalog_arch
 from advisor.cost.collectives import SLOTS, Collective, allreduce_summary
 from advisor.cost.features import Features, plan_features
 from advisor.cost.plan import Plan
+from advisor.cost.serving import kv_capacity
 from advisor.cost.sweep import make_case
-from advisor.cost.timing import max_running
 from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile
 
@@ -123,18 +123,23 @@ def test_dense_weight_bytes_read_per_step(hw: HardwareProfile, configs_dir: Path
     params = L * (H * (nh + 2 * kv) * hd + nh * hd * H) + L * 3 * H * inter + (2 * L + 1) * H + V * H
     f = feats("meta-llama/Llama-3.1-8B", Plan(tp=1), hw)
     assert f.dense_w_bytes[0] == pytest.approx(params * 2, rel=1e-9)
-    assert f.moe_layers[0] == 0 and f.expert_bytes[0] == 0
+    assert f.moe_layers[0] == 0 and f.experts[0] == 0
+
+
+def expert_bytes(f: Features) -> float:
+    """One expert's bytes on one GPU (its TP slice): matrices x hidden x width x bytes per weight."""
+    return float(f.moe_mats[0] * f.moe_hidden[0] * f.moe_inter[0] * f.moe_b_w[0])
 
 
 def test_expert_bytes_under_tp_and_ep(hw: HardwareProfile) -> None:
     # TP8 holds 1/8 of every expert; EP8 holds whole experts (vLLM `fused_moe.py`)
     tp = feats(KIMI, Plan(tp=8), hw)
     ep = feats(KIMI, Plan(tp=8, ep=8), hw)
-    assert ep.expert_bytes[0] == pytest.approx(8 * tp.expert_bytes[0])
+    assert expert_bytes(ep) == pytest.approx(8 * expert_bytes(tp))
     k = arch(KIMI)
     assert k.moe is not None
     routed = sum(w.bytes for w in k.weights if w.name == "routed_experts")
-    assert ep.expert_bytes[0] == pytest.approx(routed / (k.moe.num_experts * k.moe.moe_layers))
+    assert expert_bytes(ep) == pytest.approx(routed / (k.moe.num_experts * k.moe.moe_layers), rel=0.01)
 
 
 def test_mla_kv_feature_is_replicated(hw: HardwareProfile) -> None:
@@ -148,4 +153,4 @@ def test_running_sequences_agree_with_memory_fit(hw: HardwareProfile, plan: Plan
     case = make_case(arch("meta-llama/Llama-3.1-70B"), plan, hw, Settings())
     assert case.runs and case.memory is not None
     F = Features.stack([plan_features(case.arch, plan, hw, Settings(), case.weights, case.memory)])
-    assert int(max_running(F, np.array([case.memory.max_model_len]))[0]) * plan.dp == case.memory.max_concurrency
+    assert int(kv_capacity(F, np.array([float(case.memory.max_model_len)]))[0]) * plan.dp == case.memory.max_concurrency

@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 from conftest import catalog_arch
 
+from advisor.cost import kernels
 from advisor.cost.features import Features, plan_features
 from advisor.cost.plan import Plan
+from advisor.cost.serving import kv_capacity
+from advisor.cost.step import busiest_rank_pairs, comm_fn, pad_tokens, step_time, touched_experts
 from advisor.cost.sweep import Case, evaluate, make_case
 from advisor.cost.terms import Terms
-from advisor.cost.timing import comm_fn, forward_time, max_running, pad_tokens
 from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile
 
@@ -45,9 +47,11 @@ def feats(model: str, plan: Plan, hw: HardwareProfile) -> Features:
 
 def step(F: Features, hw: HardwareProfile, tokens: float, ctx: float = 0.0, decode: bool = True,
          terms: Terms = TERMS, sampled: float | None = None) -> dict[str, np.ndarray]:
-    rows = None if sampled is None else np.array([float(sampled)])
-    return forward_time(F, hw, terms, comm_fn(hw, "vllm"), np.array([float(tokens)]), np.array([float(ctx)]),
-                        decode, rows)
+    t, z = np.array([float(tokens)]), np.array([0.0])
+    rows = t if sampled is None else np.array([float(sampled)])
+    c = np.array([float(ctx)])
+    dec, pre = (t, z) if decode else (z, t)
+    return step_time(F, hw, terms, comm_fn(hw, "vllm"), dec, c, pre, c, rows)
 
 
 def run(model: str, plan: Plan, hw: HardwareProfile, conc: list[int], lengths: list[tuple[int, int]]
@@ -81,30 +85,26 @@ def test_dense_weights_term_at_batch_one(hw: HardwareProfile, configs_dir: Path)
     nh, kv = c["num_attention_heads"], c["num_key_value_heads"]
     hd = H // nh
     read = 2 * (L * (H * (nh + 2 * kv) * hd + nh * hd * H) + L * 3 * H * inter + (2 * L + 1) * H + V * H)
-    got = step(feats(LLAMA8, Plan(tp=1), hw), hw, 1)
-    assert got["weights"][0] == pytest.approx(read / (1.792e12 * 0.8), rel=1e-9)
-    # 15 GB of BF16 weights at 1.43 TB/s: ~10.5 ms per token, the rest of the step is small at B=1
+    F = feats(LLAMA8, Plan(tp=1), hw)
+    got = step(F, hw, 1)
+    # weights once + BF16 activations in and out of every GEMM call, at the BF16 GEMM kernel's fitted bandwidth
+    e_bw = kernels.gemm_params("bf16", native_fp4=True)["e_bw"]
+    assert got["weights"][0] == pytest.approx((read + 4 * H * F.gemm_calls[0]) / (1.792e12 * e_bw), rel=1e-3)
+    # 16 GB of BF16 weights at ~1.5 TB/s: ~10-11 ms per token, the rest of the step is small at B=1
     assert 0.009 < got["weights"][0] < 0.012
-    assert got["compute"][0] == 0 and got["comm"][0] == 0
-
-
-def touched_experts(F: Features, hw: HardwareProfile, tokens: float) -> float:
-    """Distinct experts read per MoE layer, recovered from the weights term."""
-    bw = hw.gpu.mem_bw_bytes_per_s * TERMS.mem_bw_eff
-    w = step(F, hw, tokens)["weights"][0] * bw
-    return float((w - F.dense_w_bytes[0]) / (F.moe_layers[0] * F.expert_bytes[0]))
+    assert got["comm"][0] == 0
 
 
 def test_touched_experts_at_batch_one_is_top_k(hw: HardwareProfile) -> None:
-    assert touched_experts(feats(KIMI, Plan(tp=8), hw), hw, 1) == pytest.approx(8)
+    F = feats(KIMI, Plan(tp=8), hw)
+    assert touched_experts(F.experts, F.topk, F.ep, np.array([1.0]))[0] == pytest.approx(8)
 
 
 def test_touched_experts_approach_all_at_large_batch(hw: HardwareProfile) -> None:
     F = feats(KIMI, Plan(tp=8), hw)
-    big = touched_experts(F, hw, 4096)
-    assert 383 < big <= 384
-    series = [touched_experts(F, hw, b) for b in (1, 4, 16, 64, 256)]
-    assert series == sorted(series)
+    series = touched_experts(F.experts, F.topk, F.ep, np.array([1.0, 4, 16, 64, 256, 4096]))
+    assert 383 < series[-1] <= 384
+    assert np.all(np.diff(series) > 0)
 
 
 @pytest.mark.parametrize("model,plan,batch,expected", [
@@ -113,14 +113,23 @@ def test_touched_experts_approach_all_at_large_batch(hw: HardwareProfile) -> Non
 ])
 def test_touched_experts_match_formulas_table(hw: HardwareProfile, model: str, plan: Plan, batch: int,
                                               expected: float) -> None:
-    # vLLM `fused_moe.py` (uniform routing): E=256,k=8 and E=384,k=8
-    assert touched_experts(feats(model, plan, hw), hw, batch) == pytest.approx(expected, rel=0.005)
+    # vLLM `fused_moe.py` (uniform routing): E=256,k=8 and E=384,k=8: E (1 - (1 - k/E)^B) by hand
+    F = feats(model, plan, hw)
+    assert touched_experts(F.experts, F.topk, F.ep, np.array([float(batch)]))[0] == pytest.approx(expected,
+                                                                                                   rel=0.005)
 
 
 def test_ep_reads_local_experts_only(hw: HardwareProfile) -> None:
     # EP8: each GPU holds 32 of MiniMax's 256 experts; at B=1 it reads 8/8 = 1 of them on average
     F = feats(MINIMAX, Plan(tp=8, ep=8), hw)
-    assert touched_experts(F, hw, 1) == pytest.approx(1.0)
+    assert touched_experts(F.experts, F.topk, F.ep, np.array([1.0]))[0] == pytest.approx(1.0)
+
+
+def test_busiest_ep_rank_carries_more_than_the_mean() -> None:
+    # 64 tokens x top-8 over EP 8: mean 64 pairs per rank; the busiest rank's expected excess sqrt(2 x 64 x ln 8)
+    got = busiest_rank_pairs(np.array([8.0]), np.array([8.0]), np.array([64.0]))[0]
+    assert got == pytest.approx(64 + np.sqrt(2 * 64 * np.log(8)))
+    assert busiest_rank_pairs(np.array([8.0]), np.array([1.0]), np.array([64.0]))[0] == 512  # no EP: no excess
 
 
 def test_comm_is_zero_without_parallelism(hw: HardwareProfile) -> None:
@@ -144,8 +153,8 @@ def test_breakdown_sums_to_total(hw: HardwareProfile) -> None:
 
 def test_higher_bandwidth_efficiency_is_faster(hw: HardwareProfile) -> None:
     F = feats(LLAMA70, Plan(tp=4), hw)
-    slow = step(F, hw, 1, 1024, terms=Terms(mem_bw_eff=0.5))["total"][0]
-    fast = step(F, hw, 1, 1024, terms=Terms(mem_bw_eff=0.9))["total"][0]
+    slow = step(F, hw, 1, 1024, terms=Terms(bw_scale=0.6))["total"][0]
+    fast = step(F, hw, 1, 1024, terms=Terms(bw_scale=1.2))["total"][0]
     assert fast < slow
 
 
@@ -186,7 +195,7 @@ def test_throughput_grows_until_kv_capacity(hw: HardwareProfile) -> None:
     got = run(LLAMA70, Plan(tp=2), hw, conc, [(32768, 1024)])
     running, tok_s = got["running"][:, 0], got["output_tok_s"][:, 0]
     F = feats(LLAMA70, Plan(tp=2), hw)
-    cap = float(max_running(F, np.array([32768 + 1024]))[0])
+    cap = float(kv_capacity(F, np.array([32768 + 1024 / 2]))[0])
     assert 1 <= cap < 16
     assert np.all(running <= cap)
     below = np.array(conc) <= cap

@@ -144,9 +144,14 @@ def test_tpot_limit_needs_goodput(hf_home: Path) -> None:
 def test_goodput_respects_tpot_limit(hf_home: Path, limit: float) -> None:
     rows = run_json(hf_home, "rank", MINIMAX, KIMI, "--objective", "goodput", "--max-tpot-ms", str(limit),
                     "--concurrency", "256")
-    ranked = [d for d in rows if d["rank"]]
-    assert ranked
+    ranked = sorted((d for d in rows if d["rank"]), key=lambda d: d["rank"])
+    assert ranked and ranked[0]["meets"]
+    # every plan that meets the limit ranks before every plan that misses it, and says by how much it misses
+    assert [d["meets"] for d in ranked] == sorted((d["meets"] for d in ranked), reverse=True)
     for d in ranked:
+        if not d["meets"]:
+            assert d["tpot_ms"] > limit and d["miss"] == pytest.approx(d["tpot_ms"] / limit, rel=1e-6)
+            continue
         assert d["tpot_ms"] <= limit
         assert d["workload"]["concurrency"] <= 256
         assert d["score"] == pytest.approx(d["output_tok_s"])

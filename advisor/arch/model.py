@@ -51,10 +51,12 @@ class AttnGroup(Frozen):
     head_dim: int = 0
     k_dim: int = 0
     v_dim: int = 0
-    latent_dim: int = 0
+    latent_dim: int = 0  # MLA: compressed KV width incl. the decoupled RoPE key
+    rope_dim: int = 0  # MLA: the RoPE part of latent_dim
     window: int | None = None
     state_elems: int = 0
     index_bytes_per_token: int = 0  # DSA indexer cache (DeepSeek-V3.2, GLM-5), fp8 + scales
+    index_topk: int = 0  # DSA: context tokens each query attends to (config `index_topk`)
 
 
 class MoE(Frozen):

@@ -3,11 +3,11 @@
 Each row becomes a (model, hardware, plan, settings, lengths) case; rows that cannot be predicted (unknown
 model or hardware, a plan the engine cannot run, a model that does not fit) get `predicted=None` and the
 reason. Runnable rows are gathered per (hardware, engine) into one `Bucket` of per-row features, so a
-prediction for every row of a bucket is one vectorised `advisor.cost.timing.serve` call; `calibrate`
+prediction for every row of a bucket is one vectorised `advisor.cost.timing.predict` call; `calibrate`
 re-runs that call with trial terms. Records are immutable: `with_predictions` returns new ones.
 
-TensorRT-LLM rows are predicted with vLLM's physics (`engines.PHYSICS_ENGINE`); the fitted per-engine terms
-absorb the difference.
+TensorRT-LLM rows are predicted with its own scheduler and plan rules and vLLM's memory accounting
+(`engines.PHYSICS_ENGINE`, `engines.DEFAULT_ENGINE_VERSION`).
 """
 
 from __future__ import annotations
@@ -67,10 +67,10 @@ def engine_label(row: Measurement) -> str:
 
 def run_bucket(b: Bucket, terms: Terms) -> dict[str, np.ndarray]:
     """Predicted ttft_ms, tpot_ms, output_tok_s [N] of a bucket under `terms` (one `serve` call)."""
-    from advisor.cost.timing import comm_fn, serve
+    from advisor.cost.timing import predict
 
-    out = serve(b.features, b.hw, terms, comm_fn(b.hw, b.engine), b.concurrency, b.input_len, b.output_len,
-                b.batched_tokens)
+    out = predict(b.features, b.hw, terms, b.engine, b.batched_tokens, b.concurrency, b.input_len, b.output_len,
+                  benchmark=True)
     n = len(b.index)
     return {"ttft_ms": np.broadcast_to(out["ttft_s"], (n,)) * 1e3,
             "tpot_ms": np.broadcast_to(out["tpot_s"], (n,)) * 1e3,
@@ -154,7 +154,7 @@ def _assumptions(row: Measurement) -> tuple[str, ...]:
     """What a prediction of the row assumes: the lengths it does not state, vLLM physics for TensorRT-LLM."""
     notes = ((row.input_len is None, f"input_len unknown: assumed {DEFAULT_INPUT_LEN}"),
              (row.output_len is None, f"output_len unknown: assumed {DEFAULT_OUTPUT_LEN}"),
-             (row.engine == "trtllm", "trtllm predicted with vLLM physics; fitted trtllm terms absorb the difference"))
+             (row.engine == "trtllm", "trtllm: its scheduler and plan rules, vLLM's memory accounting"))
     return tuple(text for applies, text in notes if applies)
 
 

@@ -104,7 +104,7 @@ def _bucket(table: RowTable, rows: Sequence[Measurement] | None, cache: _Cache, 
                   rows=[rows[int(i)] for i in idx] if rows is not None else Rows(table, idx),
                   features=stacked.take(local.reshape(-1)), concurrency=table.concurrency[idx],
                   input_len=inp[idx], output_len=out[idx],
-                  batched_tokens=Settings().batched_tokens(hw.gpu.memory_bytes))
+                  batched_tokens=Settings(engine=name[1]).batched_tokens(hw.gpu.memory_bytes))
 
 
 def predict(prep: Prepared, terms_by_key: Mapping[tuple[str, str], Terms],

@@ -1,8 +1,11 @@
-"""Calibration files: fitted efficiency terms per (hardware, engine) with their provenance.
+"""Calibration files: fitted step-level terms with their provenance.
 
-Shipped defaults live in `advisor/calibrations/<hardware>--<engine>.json`. A node without one borrows
-the terms of the nearest calibrated profile (same GPU generation, then same interconnect class) and
-says so in `calibrated`.
+Shipped: one pooled fit per engine, `advisor/calibrations/<engine>.json` (`PooledFit`, written by
+`scripts/refit_calibrations.py`): engine-wide terms, each measured GPU's terms (its deviation shrunk toward
+the engine-wide ones), the held-out errors of the splits a user's question implies, and the residual spread
+that makes an interval. A GPU never measured gets the engine-wide terms and its own spec sheet, and says so.
+A user's own fit (`advisor calibrate`, a `Calibration` for one hardware and engine) replaces them with
+`--calibration FILE`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from advisor.cost.terms import BOUNDS, Terms
 from advisor.engines import MeasuredEngine
 from advisor.errors import AdvisorError
 from advisor.files import write_atomic
-from advisor.hardware import HardwareProfile, known_ids, load_profile
+from advisor.hardware import HardwareProfile
 
 SHIPPED = Path(__file__).resolve().parent.parent / "calibrations"
 
@@ -50,6 +53,62 @@ class Calibration(BaseModel):
         return self
 
 
+class HardwareFit(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    terms: Terms
+    rows: int
+    deviations: dict[str, float] = {}  # logit shift from the engine-wide value, per term the rows inform
+
+
+class PooledFit(BaseModel):
+    """One engine's terms fitted across every GPU (`calibrate/pooled.py`) and how well they predict what
+    they never saw."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    engine: MeasuredEngine
+    engine_wide: Terms
+    hardware: dict[str, HardwareFit]
+    refused: dict[str, str] = {}
+    bounds_hit: list[str] = []
+    files: list[str] = []
+    method: str = ""
+    # split ("model" / "hardware") -> "hardware/engine" -> metric -> summary of held-out |error|
+    splits: dict[str, dict[str, dict[str, Any]]] = {}
+    # metric -> (p10, p90) of the signed % errors of leave-one-model-out predictions
+    residual_pct: dict[str, tuple[float, float]] = {}
+    coverage: dict[str, float] = {}  # metric -> share of held-out rows inside their 80% interval
+
+
+def read_pooled(engine: str) -> PooledFit | None:
+    path = SHIPPED / f"{engine}.json"
+    if not path.exists():
+        return None
+    return PooledFit.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def pooled_terms(hw: HardwareProfile, engine: str) -> tuple[Terms, dict[str, Any]] | None:
+    """The shipped pooled terms of `engine` for this GPU, and the `calibrated` field saying which (its own
+    shrunk fit, or the engine-wide terms for a GPU with no rows)."""
+    fit = read_pooled(engine)
+    if fit is None:
+        return None
+    own = fit.hardware.get(hw.id)
+    doc: dict[str, Any] = {"engine": engine, "bounds_hit": fit.bounds_hit, "refused": fit.refused,
+                           "residual_pct": fit.residual_pct, "coverage": fit.coverage,
+                           "tpot_residual_pct": fit.residual_pct.get("tpot_ms")}
+    if own is not None:
+        return own.terms, {"how": f"shipped: {engine} terms pooled over {len(fit.hardware)} GPUs, this one's "
+                                  "own deviation shrunk toward them", "hardware": hw.id, "rows": own.rows,
+                           "terms": own.terms.model_dump(), "cv": fit.splits.get("model", {}).get(
+                               f"{hw.id}/{engine}", {}), **doc}
+    return fit.engine_wide, {"how": f"engine-wide {engine} terms (pooled over {', '.join(sorted(fit.hardware))}) "
+                                    f"with {hw.id}'s own spec sheet: no measurements for {hw.id}",
+                             "hardware": hw.id, "rows": 0, "terms": fit.engine_wide.model_dump(),
+                             "cv": fit.splits.get("hardware", {}).get("overall", {}), **doc}
+
+
 def read_calibration(path: Path) -> Calibration:
     try:
         data = json.loads(path.read_text())
@@ -65,10 +124,6 @@ def read_calibration(path: Path) -> Calibration:
         raise AdvisorError(f"--calibration {path}: {f'field {where}: ' if where else ''}{msg}") from None
 
 
-def shipped_path(hardware: str, engine: str) -> Path:
-    return SHIPPED / f"{hardware}--{engine}.json"
-
-
 def terms_for(hw: HardwareProfile, engine: str, path: str | None = None) -> tuple[Terms, dict[str, Any]]:
     """Terms to use and the `calibrated` field that says where they came from."""
     if path is not None:
@@ -79,38 +134,19 @@ def terms_for(hw: HardwareProfile, engine: str, path: str | None = None) -> tupl
             raise AdvisorError(f"--calibration {path}: fitted for {cal.engine}, not --engine {engine} (its terms "
                                f"absorb {cal.engine}'s scheduler and kernels)")
         doc = _doc(cal, f"file {path}")
-        if shipped_path(hw.id, engine).exists():
-            shipped = read_calibration(shipped_path(hw.id, engine))
-            doc["replaces"] = f"the shipped {hw.id}/{engine} calibration ({shipped.rows_used} rows)"
+        shipped = pooled_terms(hw, engine)
+        if shipped is not None:
+            doc["replaces"] = f"the shipped {hw.id}/{engine} calibration ({shipped[1]['rows']} rows)"
         return cal.terms, doc
-    own = shipped_path(hw.id, engine)
-    if own.exists():
-        cal = read_calibration(own)
-        return cal.terms, _doc(cal, "shipped")
-    donor = _nearest(hw, engine)
-    if donor is not None:
-        cal = read_calibration(shipped_path(donor, engine))
-        doc = _doc(cal, f"borrowed from {donor} (nearest calibrated profile: same GPU generation "
-                        f"or interconnect class; no measurements for {hw.id})")
-        return cal.terms, {**doc, "borrowed_from": donor, "for_hardware": hw.id}
-    return Terms(), {"how": "none: priors (no calibration for this hardware and engine)", "rows": 0}
+    pooled = pooled_terms(hw, engine)
+    if pooled is not None:
+        return pooled
+    return Terms(), {"how": "none: priors (no calibration for this engine)", "rows": 0}
 
 
 def _doc(cal: Calibration, how: str) -> dict[str, Any]:
     return {"how": how, "hardware": cal.hardware, "engine": cal.engine, "rows": cal.rows_used,
             "terms": cal.terms.model_dump(), "cv": cal.cv, "tpot_residual_pct": cal.tpot_residual_pct}
-
-
-def _nearest(hw: HardwareProfile, engine: str) -> str | None:
-    best: tuple[int, str] | None = None
-    for other in known_ids():
-        if other == hw.id or not shipped_path(other, engine).exists():
-            continue
-        prof = load_profile(other)
-        score = 2 * (prof.gpu.generation == hw.gpu.generation) + (prof.interconnect_class == hw.interconnect_class)
-        if score and (best is None or score > best[0]):
-            best = (score, other)
-    return best[1] if best else None
 
 
 def write_calibration(cal: Calibration, path: Path) -> None:
@@ -137,8 +173,6 @@ def replaced(hw: str, engine: str, output: Path) -> list[tuple[Calibration, str]
             old = None
         if old is not None and (old.hardware, old.engine) == (hw, engine):
             out.append((old, f"{output} ({hw}/{engine})"))
-    if shipped_path(hw, engine).exists():
-        out.append((read_calibration(shipped_path(hw, engine)), f"the shipped {hw}/{engine} calibration"))
     return out
 
 

@@ -46,7 +46,8 @@ TARGET_PCT = {"tpot_ms": 15.0, "ttft_ms": 25.0, "output_tok_s": 15.0}
 def guard(fit: Any, hw: str, engine: str, output: Path) -> tuple[list[str], list[str]]:
     """(reasons not to write the fit, warnings): a fit that informs no term; held-out error worse than the
     calibration it replaces; with nothing to replace, held-out error beyond the README targets."""
-    from advisor.calibrate.store import replaced, worse_metrics
+    from advisor.calibrate.store import pooled_terms, replaced, worse_metrics
+    from advisor.hardware import load_profile
 
     refuse: list[str] = []
     if not fit.fitted_:
@@ -56,8 +57,15 @@ def guard(fit: Any, hw: str, engine: str, output: Path) -> tuple[list[str], list
         worse = worse_metrics(fit.cv_, cal.cv)
         if worse:
             refuse.append(f"{'; '.join(worse)}: worse than {name}, which it would replace")
-    warn = [f"held-out median {m} error {s['median_abs_pct']:g}% is beyond the {TARGET_PCT[m]:g}% target"
-            for m, s in fit.cv_.items() if s.get("median_abs_pct", 0) > TARGET_PCT.get(m, 100)]
+    warn: list[str] = []
+    shipped = pooled_terms(load_profile(hw), engine)
+    if fit.fitted_ and shipped is not None and shipped[1]["rows"]:  # the shipped terms stay; say if they are better
+        worse = worse_metrics(fit.cv_, shipped[1]["cv"])
+        if worse:
+            warn.append(f"{'; '.join(worse)} of the shipped {hw}/{engine} terms (model held out): "
+                        f"--calibration {output} would predict worse than leaving it out")
+    warn += [f"held-out median {m} error {s['median_abs_pct']:g}% is beyond the {TARGET_PCT[m]:g}% target"
+             for m, s in fit.cv_.items() if s.get("median_abs_pct", 0) > TARGET_PCT.get(m, 100)]
     return refuse, warn
 
 
@@ -67,7 +75,7 @@ def calibrate_doc(files: list[str], hw: str, engine: str, output: Path,
     from advisor.calibrate.fit import METHOD, Calibrator
     from advisor.calibrate.measurements import read_measurements
     from advisor.calibrate.predict_rows import engine_label, prepare
-    from advisor.calibrate.store import Calibration, write_calibration
+    from advisor.calibrate.store import Calibration, terms_for, write_calibration
     from advisor.errors import AdvisorError
     from advisor.hardware import load_profile
 
@@ -82,7 +90,10 @@ def calibrate_doc(files: list[str], hw: str, engine: str, output: Path,
         first = f" (first: {rejected[0]['reason']})" if rejected else ""
         raise AdvisorError(f"{', '.join(files)}: no usable rows for {profile.id}/{engine}: {len(mine)} rows of it, "
                            f"{len(rejected)} rejected{first}")
-    fit = Calibrator().fit(bucket)
+    # the shipped pooled terms of this GPU (or the engine-wide ones) are the prior the rows pull away from:
+    # shrinkage, so 5-30 rows move what they measure and keep the rest
+    prior, _ = terms_for(profile, engine)
+    fit = Calibrator(prior).fit(bucket)
     refuse, warnings = guard(fit, profile.id, engine, output)
     if refuse and not force:
         raise AdvisorError(f"-o {output}: not written: {'; '.join(refuse)} (--force writes it anyway)")

@@ -42,7 +42,7 @@ def check(measurements: opt.Measurements, calibration: opt.Calibration = None, j
     with Progress("advisor check") as progress:
         doc = check_doc(measurements, calibration, defaults, progress)
         if summary:
-            doc = {"summary": doc["summary"]}
+            doc = {k: v for k, v in doc.items() if k != "rows"}
         emit(doc, json_out, lambda d: _print(d, progress))
 
 
@@ -53,6 +53,7 @@ def _terms(prep: Prepared, calibration: str | None, files: list[str]) -> tuple[d
 
     from advisor.calibrate.store import read_calibration, terms_for
     from advisor.errors import AdvisorError
+    from advisor.report.tables import calibration_line
 
     own = read_calibration(Path(calibration)) if calibration is not None else None  # checked even if unused
     if own is not None and prep.buckets and (own.hardware, own.engine) not in prep.buckets:
@@ -62,7 +63,8 @@ def _terms(prep: Prepared, calibration: str | None, files: list[str]) -> tuple[d
     for key, b in prep.buckets.items():
         mine = own is not None and (own.hardware, own.engine) == key
         terms[key], doc = terms_for(b.hw, key[1], calibration if mine else None)
-        how[key] = {"how": doc["how"], "rows": doc.get("rows", 0)}
+        how[key] = {"how": doc["how"], "rows": doc.get("rows", 0), "bounds_hit": doc.get("bounds_hit", []),
+                    "line": calibration_line({**doc, "hardware": doc.get("hardware", key[0]), "engine": key[1]})}
     return terms, how
 
 
@@ -96,7 +98,15 @@ def check_doc(files: list[str], calibration: str | None, defaults: dict[str, Any
     summ.setdefault("overall", {"rows": 0, "predicted": 0})["rejected_rows"] = len(rejected)
     n = len(table) + len(rejected)
     computed = Computed(prep=prep, pred=pred, err=err, how=how, note=lambda *k: _note(prep, *k), rejected=rejected)
-    return {"rows": CheckRows(computed, lambda k: bar.update("writing rows", k, n)), "summary": summ}
+    doc: dict[str, Any] = {"rows": CheckRows(computed, lambda k: bar.update("writing rows", k, n)), "summary": summ,
+                           "calibrated": {f"{k[0]}/{k[1]}": v["line"] for k, v in how.items()}}
+    if calibration is not None:  # the same rows under the shipped terms: what the user's own fit changed
+        shipped, _ = _terms(prep, None, files)
+        before = predict(prep, shipped)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            err0 = {m: 100 * (before[m] - measured[m]) / measured[m] for m in METRICS}
+        doc["summary_before"] = summarize(labels, prep.key, prep.reason < 0, err0)
+    return doc
 
 
 def _note(prep: Prepared, reason: int, no_input: bool, no_output: bool, trtllm: bool) -> str | None:
@@ -107,7 +117,7 @@ def _note(prep: Prepared, reason: int, no_input: bool, no_output: bool, trtllm: 
     parts += [text for applies, text in (
         (no_input, f"input_len unknown: assumed {DEFAULT_INPUT_LEN}"),
         (no_output, f"output_len unknown: assumed {DEFAULT_OUTPUT_LEN}"),
-        (trtllm, "trtllm predicted with vLLM physics; fitted trtllm terms absorb the difference")) if applies]
+        (trtllm, "trtllm: its scheduler and plan rules, vLLM's memory accounting")) if applies]
     return "; ".join(parts) or None
 
 
@@ -142,7 +152,11 @@ def _print(doc: dict[str, Any], progress: Progress) -> None:
         if chunk:
             out.write("\n".join(chunk) + "\n")
         out.flush()
-    _print_summary(doc["summary"])
+    if "summary_before" in doc:
+        _print_summary(doc["summary_before"], "Before: the shipped terms on the same rows")
+    _print_summary(doc["summary"], "With --calibration" if "summary_before" in doc else None)
+    for label, line in doc.get("calibrated", {}).items():  # where the terms came from, bounds hit said
+        sys.stdout.write(f"calibrated {label}: {line}\n")
 
 
 def _cut(line: str, width: int) -> str:
@@ -152,7 +166,7 @@ def _cut(line: str, width: int) -> str:
 SUMMARY_COLS = ("hardware/engine", "rows", "predicted", "metric", "n", "median |err| %", "p90 |err| %")
 
 
-def _print_summary(summary: dict[str, Any]) -> None:
+def _print_summary(summary: dict[str, Any], title: str | None = None) -> None:
     """One line per (hardware/engine, metric) measured; columns that do not fit the width are left out, named."""
     from rich.console import Console
 
@@ -173,7 +187,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
             Col("metric", 9), Col("n", 8, right=True), Col("median |err| %", 9, right=True),
             Col("p90 |err| %", 7, right=True)]
     console = Console()
-    table, dropped = fitted_table(console, "Summary: signed error of the predicted rows", cols, cells)
+    head = "Summary: signed error of the predicted rows" + (f" ({title})" if title else "")
+    table, dropped = fitted_table(console, head, cols, cells)
     console.print(table)
     say_dropped(console, dropped)
     rejected = summary.get("overall", {}).get("rejected_rows", 0)

@@ -1,8 +1,9 @@
-"""Per-(model, plan) quantities the step-time model needs, stacked into numpy arrays [P].
+"""Per-(model, plan) quantities the step model needs, stacked into numpy arrays [P].
 
-Everything is "per GPU of one TP group, summed over PP stages" (a decode token passes every stage in
-turn). Bytes: weights read per step; FLOPs as seconds at the tensor-core peak of each group's format
-(divided by the fitted FLOP efficiency later); KV and attention per context token.
+Everything is per GPU of one TP group, summed over PP stages (a decode token passes every stage in turn):
+dense (non-expert) GEMM bytes, FLOPs and call count; the MoE layer's expert shapes on one GPU; the attention
+geometry per GPU of full and windowed layers (MLA: one latent "head"); the kernel parameters of the formats
+that run them (`cost/kernels.py`); the collectives of a forward (`cost/collectives.py`); KV room.
 """
 
 from __future__ import annotations
@@ -11,13 +12,20 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from advisor.arch.formats import compute_dtype
+from advisor.arch.formats import bytes_per_param, compute_dtype
 from advisor.arch.model import ModelArch, WeightGroup
+from advisor.cost import kernels
 from advisor.cost.collectives import SLOTS, slot_rows, step_collectives
 from advisor.cost.memory import MemoryFit, kv_elem_bytes
 from advisor.cost.plan import Plan
 from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile
+
+# GEMM calls per decoder layer the dense part issues (fused qkv + o; gate_up + down; MLA q_a/kv_a, q_b, kv_b,
+# o; shared expert gate_up + down; router): vLLM's fused linear layers (`QKVParallelLinear`,
+# `MergedColumnParallelLinear`) make these one call each.
+ATTN_GEMMS = {"full": 2, "sliding": 2, "mla": 4, "linear": 2, "mamba": 2}
+MLP_GEMMS = 2
 
 
 @dataclass(frozen=True)
@@ -32,13 +40,41 @@ class Features:
     dp: np.ndarray
     ep: np.ndarray
     dense_w_bytes: np.ndarray  # non-expert weights read every step (embedding table excluded)
-    dense_gemm_s: np.ndarray  # seconds per token at peak for non-expert GEMMs
+    dense_gemm_s: np.ndarray  # seconds per token at the spec-sheet peak for non-expert GEMMs
+    gemm_calls: np.ndarray  # dense GEMM calls per forward (their fixed latency)
+    gemm_t0_us: np.ndarray
+    gemm_e_bw: np.ndarray
+    gemm_e_f: np.ndarray
     moe_layers: np.ndarray
-    experts: np.ndarray
+    experts: np.ndarray  # routed experts of the model
     topk: np.ndarray
-    expert_bytes: np.ndarray  # one expert of one layer, bytes on one GPU
-    expert_gemm_s: np.ndarray  # seconds at peak per token routed to one expert (one layer, one GPU share)
-    kv_full: np.ndarray  # KV bytes per context token, full-attention layers
+    moe_hidden: np.ndarray
+    moe_inter: np.ndarray  # one expert's intermediate width on one GPU (its TP slice)
+    moe_mats: np.ndarray  # matrices per expert (3 gated, 2 for relu2)
+    moe_b_w: np.ndarray  # bytes per expert weight, scales included
+    moe_peak: np.ndarray  # FLOP/s of the dtype the expert GEMMs compute in
+    moe_t0_us: np.ndarray
+    moe_e_bw: np.ndarray
+    moe_e_f: np.ndarray
+    moe_kappa: np.ndarray
+    attn_layers: np.ndarray  # full-context softmax/MLA layers
+    attn_heads: np.ndarray  # query heads per GPU
+    attn_kv_heads: np.ndarray  # KV heads per GPU (MLA: 1 latent)
+    attn_head_dim: np.ndarray  # (K + V) / 2 per KV head (MLA: latent / 2)
+    win_layers: np.ndarray
+    win_heads: np.ndarray
+    win_kv_heads: np.ndarray
+    win_head_dim: np.ndarray
+    index_bytes: np.ndarray  # DSA indexer cache bytes per context token per layer (0 without DSA)
+    index_topk: np.ndarray  # tokens DSA attends to (0 without DSA)
+    b_kv: np.ndarray
+    attn_t0_us: np.ndarray
+    attn_e_bw: np.ndarray
+    attn_e_f: np.ndarray
+    attn_mla: np.ndarray  # 1: the full layers are MLA (decode costed by `kernels.mla_decode_us`)
+    mla_latent: np.ndarray  # MLA latent width (without the RoPE part)
+    mla_rope: np.ndarray
+    kv_full: np.ndarray  # KV bytes per context token, full-attention layers (capacity)
     kv_win: np.ndarray  # KV bytes per context token, windowed layers
     window: np.ndarray
     state_bytes: np.ndarray  # linear-attention/mamba state per sequence
@@ -67,43 +103,91 @@ class Features:
 def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settings,
                   weights: tuple[WeightGroup, ...], mem: MemoryFit) -> dict[str, object]:
     """One row of Features."""
-    t, moe = plan.tp, arch.moe
-    rate = hw.gpu.dense_flops_per_s
-    dense_w = dense_gemm = expert_total_bytes = expert_total_s = 0.0
-    for w in weights:
-        if w.shard == "expert":
-            per_gpu = w.bytes / plan.moe_tp
-            expert_total_bytes += per_gpu
-            expert_total_s += 2 * w.params / plan.moe_tp / rate(compute_dtype(w.fmt))
-            continue
-        share = t if w.shard in ("tp", "vocab") else 1
-        if w.name != "embed":
-            dense_w += w.bytes / share
-            dense_gemm += 2 * w.params / share / rate(compute_dtype(w.fmt))
-    b, _ = kv_elem_bytes(arch, settings)
-    window, a_full, a_win = 0.0, 0.0, 0.0
-    for g in arch.attn_groups:
-        heads = g.num_heads / t
-        width = 2 * g.latent_dim if g.kind == "mla" else g.k_dim + (g.v_dim or g.k_dim)
-        flops = 2 * heads * width * g.layers  # QK^T and PV per context token (MLA absorbed: both over the latent)
-        if g.window is not None:
-            window = max(window, g.window)
-            a_win += flops
-        elif g.kind not in ("linear", "mamba"):
-            a_full += flops
-    n_experts = moe.num_experts if moe else 0
-    moe_layers = moe.moe_layers if moe else 0
-    per_expert_div = max(n_experts * moe_layers, 1)
+    fp4 = "fp4" in hw.gpu.native_formats
     slots = slot_rows(step_collectives(arch, plan, weights))
+    b, _ = kv_elem_bytes(arch, settings)
     return {
-        "layers": arch.num_layers, "hidden": arch.hidden_size, "vocab": arch.vocab_size, "tp": t, "pp": plan.pp,
-        "dp": plan.dp, "ep": plan.ep, "dense_w_bytes": dense_w, "dense_gemm_s": dense_gemm,
-        "moe_layers": moe_layers, "experts": n_experts, "topk": moe.experts_per_token if moe else 0,
-        "expert_bytes": expert_total_bytes / per_expert_div, "expert_gemm_s": expert_total_s / per_expert_div,
-        "kv_full": arch.kv_bytes_per_token(t, b), "kv_win": arch.windowed_kv_bytes_per_token(t, b),
-        "window": window, "state_bytes": arch.state_bytes_per_seq(t),
-        "attn_full_flops": a_full, "attn_win_flops": a_win,
+        "layers": arch.num_layers, "hidden": arch.hidden_size, "vocab": arch.vocab_size, "tp": plan.tp,
+        "pp": plan.pp, "dp": plan.dp, "ep": plan.ep, **_dense(arch, plan, hw, weights, fp4),
+        **_moe(arch, plan, hw, weights, fp4), **_attention(arch, plan, b, hw.gpu.sm or ""),
+        "kv_full": arch.kv_bytes_per_token(plan.tp, b), "kv_win": arch.windowed_kv_bytes_per_token(plan.tp, b),
+        "state_bytes": arch.state_bytes_per_seq(plan.tp),
         **{f"coll_{k}": [slots[s.name][j] for s in SLOTS] for j, k in enumerate(("calls", "bytes", "group"))},
         "kv_room": max(mem.kv_cache_bytes, 0.0), "num_seqs": settings.num_seqs(hw.gpu.memory_bytes),
         "fits": float(mem.fits),
     }
+
+
+def _dense(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[WeightGroup, ...],
+           fp4: bool) -> dict[str, float]:
+    """Non-expert GEMMs: bytes read and seconds at peak per token, calls, and the kernel parameters of the
+    format holding most of their bytes."""
+    dense_w = dense_s = 0.0
+    by_fmt: dict[str, float] = {}
+    for w in weights:
+        if w.shard == "expert" or w.name == "embed":
+            continue
+        share = plan.tp if w.shard in ("tp", "vocab") else 1
+        dense_w += w.bytes / share
+        dense_s += 2 * w.params / share / hw.gpu.dense_flops_per_s(compute_dtype(w.fmt))
+        by_fmt[w.fmt] = by_fmt.get(w.fmt, 0.0) + w.bytes
+    fmt = max(by_fmt, key=lambda f: by_fmt[f]) if by_fmt else "bf16"
+    calls = sum(ATTN_GEMMS[g.kind] * g.layers for g in arch.attn_groups) + MLP_GEMMS * arch.dense_mlp_layers + 1
+    if arch.moe is not None:
+        calls += arch.moe.moe_layers * (1 + (MLP_GEMMS if arch.moe.shared_intermediate else 0))
+    g = kernels.gemm_params(fmt, fp4)
+    return {"dense_w_bytes": dense_w, "dense_gemm_s": dense_s, "gemm_calls": float(calls),
+            "gemm_t0_us": g["t0_us"], "gemm_e_bw": g["e_bw"], "gemm_e_f": g["e_f"]}
+
+
+def _moe(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[WeightGroup, ...],
+         fp4: bool) -> dict[str, float]:
+    """One GPU's share of a MoE layer: experts split by TP x DP / EP (`Plan.moe_tp`), their format's kernel."""
+    moe = arch.moe
+    routed = [w for w in weights if w.shard == "expert"]
+    if moe is None or not routed:
+        zero = ("moe_layers", "experts", "topk", "moe_hidden", "moe_inter", "moe_mats", "moe_b_w", "moe_peak",
+                "moe_t0_us", "moe_e_bw", "moe_e_f", "moe_kappa")
+        return {k: (1.0 if k in ("moe_inter", "moe_mats", "moe_peak", "moe_e_bw", "moe_e_f") else 0.0) for k in zero}
+    fmt = max(routed, key=lambda w: w.params).fmt
+    params = sum(w.params for w in routed) / (moe.num_experts * moe.moe_layers)
+    mats = params / (arch.hidden_size * moe.expert_intermediate)
+    k = kernels.moe_params(fmt, fp4)
+    peak = hw.gpu.dense_flops_per_s("fp4" if fmt == "nvfp4" and fp4 else compute_dtype(fmt))
+    return {"moe_layers": moe.moe_layers, "experts": moe.num_experts, "topk": moe.experts_per_token,
+            "moe_hidden": arch.hidden_size, "moe_inter": moe.expert_intermediate / plan.moe_tp,
+            "moe_mats": round(mats), "moe_b_w": bytes_per_param(fmt), "moe_peak": peak,
+            "moe_t0_us": k["t0_us"], "moe_e_bw": k["e_bw"], "moe_e_f": k["e_f"], "moe_kappa": k["kappa_ns_per_B"]}
+
+
+def _attention(arch: ModelArch, plan: Plan, b_kv: float, sm: str) -> dict[str, float]:
+    """Per-GPU attention geometry of the full-context and the windowed layers, DSA's indexer, and the decode
+    kernel's parameters for this KV dtype."""
+    out = {"attn_layers": 0.0, "attn_heads": 0.0, "attn_kv_heads": 1.0, "attn_head_dim": 1.0, "win_layers": 0.0,
+           "win_heads": 0.0, "win_kv_heads": 1.0, "win_head_dim": 1.0, "window": 0.0, "index_bytes": 0.0,
+           "index_topk": 0.0, "attn_full_flops": 0.0, "attn_win_flops": 0.0, "attn_mla": 0.0, "mla_latent": 0.0,
+           "mla_rope": 0.0}
+    for g in arch.attn_groups:
+        if g.kind in ("linear", "mamba"):
+            continue
+        heads = g.num_heads / plan.tp
+        if g.kind == "mla":
+            kv_heads, head_dim = 1.0, g.latent_dim / 2  # one latent vector per token, K and V read once
+            flops = 2 * heads * 2 * g.latent_dim * g.layers  # absorbed QK^T and PV over the latent
+            out["attn_mla"], out["mla_rope"] = 1.0, float(g.rope_dim)
+            out["mla_latent"] = float(g.latent_dim - g.rope_dim)
+        else:
+            kv_heads, head_dim = max(1.0, g.kv_heads / plan.tp), (g.k_dim + (g.v_dim or g.k_dim)) / 2
+            flops = 2 * heads * (g.k_dim + (g.v_dim or g.k_dim)) * g.layers
+        pre = "win" if g.window is not None else "attn"
+        out[f"{pre}_layers"] += g.layers
+        out[f"{pre}_heads"], out[f"{pre}_kv_heads"], out[f"{pre}_head_dim"] = heads, kv_heads, head_dim
+        out["attn_win_flops" if g.window is not None else "attn_full_flops"] += flops
+        if g.window is not None:
+            out["window"] = max(out["window"], float(g.window))
+        if g.index_bytes_per_token:
+            out["index_bytes"], out["index_topk"] = float(g.index_bytes_per_token), float(g.index_topk)
+    kv = "fp8" if b_kv == 1.0 else "bf16"
+    a = kernels.attention_params(kv)
+    eff = kernels.mla_params(kv, sm) if out["attn_mla"] else a
+    return {**out, "b_kv": b_kv, "attn_t0_us": a["t0_us"], "attn_e_bw": eff["e_bw"], "attn_e_f": eff["e_f"]}

@@ -46,7 +46,8 @@ class Plan(BaseModel):
         return "+".join(parts)
 
 
-def invalid_reason(arch: ModelArch, plan: Plan, num_gpus: int, weights: tuple[WeightGroup, ...]) -> str | None:
+def invalid_reason(arch: ModelArch, plan: Plan, num_gpus: int, weights: tuple[WeightGroup, ...],
+                   engine: str = "vllm") -> str | None:
     """Why the engine cannot run this plan, or None."""
     if plan.gpus > num_gpus:
         return f"needs {plan.gpus} GPUs (TP{plan.tp} x PP{plan.pp} x DP{plan.dp}), the node has {num_gpus}"
@@ -61,9 +62,11 @@ def invalid_reason(arch: ModelArch, plan: Plan, num_gpus: int, weights: tuple[We
     if plan.ep > 1:
         if moe is None:
             return "EP needs a mixture-of-experts model"
-        if plan.ep != plan.tp * plan.dp:
+        if engine != "trtllm" and plan.ep != plan.tp * plan.dp:
             return (f"EP{plan.ep} is not TP x DP = {plan.tp * plan.dp}: vLLM's expert-parallel group is all TP x DP "
                     "ranks (--enable-expert-parallel, FusedMoEParallelConfig.make)")
+        if (plan.tp * plan.dp) % plan.ep:  # TensorRT-LLM: moe_tp x moe_ep = TP x DP (`MoEParallelConfig`)
+            return f"EP{plan.ep} does not divide TP x DP = {plan.tp * plan.dp}"
         if moe.num_experts % plan.ep:
             return f"{moe.num_experts} experts are not divisible by EP{plan.ep}"
     return _shape_reason(arch, plan, weights)

@@ -117,6 +117,8 @@ class Prediction(FitResult):
     wire_bytes_per_token: float | None = None
     comm_ms_per_step: float | None = None
     breakdown_ms: dict[str, float] | None = None
+    # the decode step by mechanism (ms): dense GEMMs, MoE kernel chain, attention, collectives, fixed time
+    mechanism_ms: dict[str, float] = {}
     prefill_interference_ms: float | None = None
     bottleneck: str | None = None
     interval: dict[str, float] | None = None

@@ -24,7 +24,7 @@ from advisor.cost.prediction import (
     Workload,
 )
 from advisor.cost.terms import Terms
-from advisor.cost.timing import comm_fn, serve
+from advisor.cost.timing import predict
 from advisor.cost.weights import requantize
 from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile
@@ -64,10 +64,11 @@ def make_case(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settin
               source: str = "") -> Case:
     """`gpus`: how many of the node's GPUs may be used (default all)."""
     n = node_gpus(hw, gpus)
-    weights = requantize(arch, settings.weight_dtype)
-    invalid = invalid_reason(arch, plan, n, weights)
-    # memory of a plan the engine cannot even form (EP other than TP x DP) is undefined: reason only
-    formable = plan.ep in (1, plan.tp * plan.dp)
+    weights = requantize(arch, settings.weight_dtype, settings.engine)
+    invalid = invalid_reason(arch, plan, n, weights, settings.engine)
+    # memory of a plan the engine cannot even form (vLLM/SGLang: EP other than TP x DP) is undefined: reason only;
+    # TensorRT-LLM forms moe_tp x moe_ep = TP x DP (`Plan.moe_tp`)
+    formable = plan.ep in (1, plan.tp * plan.dp) or (settings.engine == "trtllm" and invalid is None)
     mem = memory_fit(arch, plan, hw, settings, weights) if plan.gpus <= n and formable else None
     return Case(arch=arch, plan=plan, weights=weights, invalid=invalid, memory=mem, source=source)
 
@@ -147,11 +148,9 @@ class Sweep:
         case, c = self.cases[i], self.column(concurrency)
         o = self.out
         breakdown = {name: float(o[f"step_{name}"][i, c, k]) * 1e3 for name in BREAKDOWN}
+        mechanism = {key[10:]: float(v[i, c, k]) * 1e3 for key, v in o.items() if key.startswith("step_mech_")}
         tpot = float(o["tpot_s"][i, c, k]) * 1e3
-        spread = self.calibrated.get("tpot_residual_pct")
-        interval = None
-        if spread:
-            interval = {"tpot_ms_low": tpot * (1 + spread[0] / 100), "tpot_ms_high": tpot * (1 + spread[1] / 100)}
+        interval = _interval(self.calibrated, {"tpot_ms": tpot, "ttft_ms": float(o["ttft_s"][i, c, k]) * 1e3})
         colls = case.collectives
         ar = allreduce_summary(colls)
         group = int(ar["group"])
@@ -168,7 +167,7 @@ class Sweep:
             allreduce_bytes_per_token=ar["payload_bytes_per_token"],
             wire_bytes_per_token=ar["payload_bytes_per_token"] * bus_factor("allreduce", group) if group > 1
             else 0.0,
-            comm_ms_per_step=breakdown["comm"], breakdown_ms=breakdown,
+            comm_ms_per_step=breakdown["comm"], breakdown_ms=breakdown, mechanism_ms=mechanism,
             prefill_interference_ms=float(o["prefill_interference_s"][i, c, k]) * 1e3,
             bottleneck=max(breakdown, key=lambda n: breakdown[n]), interval=interval,
             collectives=collective_docs(colls))
@@ -182,9 +181,10 @@ class Sweep:
             return {"queued_requests": 0, "queueing": None}
         dp = self.cases[i].plan.dp
         per_rank = -(-running // dp)
-        seq = int(self.input_len[k] + self.output_len[k])
+        seq = int(self.input_len[k] + self.output_len[k] / 2)  # paged: prompt + half the output on average
         limit = (f"vLLM's max_num_seqs {self.num_seqs} per DP rank" if self.num_seqs and per_rank >= self.num_seqs
-                 else f"KV cache room for {per_rank:,} sequences of {seq:,} tokens per DP rank")
+                 else f"KV cache room for {per_rank:,} sequences of {seq:,} tokens on average (prompt + output so "
+                      "far, paged) per DP rank")
         return {"queued_requests": queued,
                 "queueing": f"{running:,} of {users:,} users run at once ({limit}); {queued:,} wait in the queue, "
                             "so TTFT includes the wait and tok/s per user counts decoding only"}
@@ -196,8 +196,8 @@ def evaluate(cases: list[Case], hw: HardwareProfile, settings: Settings, terms: 
     features = Features.stack([plan_features(c.arch, c.plan, hw, settings, c.weights, _memory(c)) for c in cases])
     conc = np.asarray(concurrency, float)
     inp, outp = np.asarray(input_len, float), np.asarray(output_len, float)
-    out = serve(features.grid(), hw, terms, comm_fn(hw, settings.engine), conc[None, :, None], inp[None, None, :],
-                outp[None, None, :], settings.batched_tokens(hw.gpu.memory_bytes))
+    out = predict(features.grid(), hw, terms, settings.engine, settings.batched_tokens(hw.gpu.memory_bytes),
+                  conc[None, :, None], inp[None, None, :], outp[None, None, :])
     frozen = {k: _readonly(v) for k, v in out.items()}
     return Sweep(cases=tuple(cases), hw=hw, concurrency=_readonly(conc), input_len=_readonly(inp),
                  output_len=_readonly(outp), out=frozen, calibrated=calibrated or {"how": "none", "rows": 0},
@@ -214,3 +214,16 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     b = np.array(np.broadcast_to(a, np.shape(a)), dtype=float)
     b.setflags(write=False)
     return b
+
+
+def _interval(calibrated: dict[str, Any], predicted: dict[str, float]) -> dict[str, float] | None:
+    """80% interval of each metric from the signed held-out errors e = (pred - meas) / meas of the calibration
+    (p10, p90 in %): the measured value lies in [pred / (1 + p90), pred / (1 + p10)]."""
+    spreads = calibrated.get("residual_pct") or (
+        {"tpot_ms": calibrated["tpot_residual_pct"]} if calibrated.get("tpot_residual_pct") else {})
+    out = {}
+    for m, (lo, hi) in spreads.items():
+        if m in predicted:
+            out[f"{m}_low"] = predicted[m] / (1 + hi / 100)
+            out[f"{m}_high"] = predicted[m] / (1 + max(lo, -99.0) / 100)
+    return out or None

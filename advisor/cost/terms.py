@@ -1,8 +1,9 @@
-"""The few efficiency terms of the cost model, with their priors and sources.
+"""The step-level terms of the cost model: what the kernel models (`cost/kernels.py`, fitted to measured
+kernels) do not explain, with their priors and bounds.
 
-Each is physical: a fraction of a spec-sheet rate, or a fixed time. `advisor calibrate` fits them per
-(hardware, engine) within `BOUNDS`; until then the priors below are used and results say
-`calibrated: none`.
+Each is physical: a scale on the kernels' spec-sheet fractions, or a fixed time. `advisor calibrate` fits them
+per engine, pooled across hardware (`calibrate/pooled.py`); the priors below are what a result uses
+without a calibration, and it says so (`calibrated`).
 """
 
 from __future__ import annotations
@@ -13,45 +14,46 @@ from pydantic import BaseModel, ConfigDict, Field
 class Terms(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    mem_bw_eff: float = Field(0.8, gt=0, le=1)
-    """Achieved / peak DRAM bandwidth in decode kernels. Prior 0.8: NVIDIA's AIConfigurator applies
-    `mem_bw_empirical_scaling_factor: 0.8` to every GPU (aiconfigurator `systems/*.yaml`)."""
+    bw_scale: float = Field(1.0, gt=0)
+    """Scale on the kernels' achieved DRAM bandwidth inside a serving step (CUDA-graph replay, L2 shared
+    between kernels, the engine's own kernel choices). Prior 1: the kernel tables as measured."""
 
-    flops_eff: float = Field(0.5, gt=0, le=1)
-    """Achieved / peak dense tensor FLOP/s in prefill GEMMs. Prior 0.5: uncalibrated guess (no public
-    measurement found); replaced by the fitted value."""
+    flops_scale: float = Field(1.0, gt=0)
+    """Scale on the kernels' achieved tensor-core throughput inside a serving step. Prior 1: as measured."""
 
-    layer_overhead_us: float = Field(10.0, ge=0)
-    """Fixed time per decoder layer per step (kernel boundaries, norms, rope, routing, small GEMM
-    inefficiency) beyond the roofline. Prior 10 us: about 3-4 kernel launches of ~3 us under CUDA
-    graphs; uncalibrated guess."""
+    layer_overhead_us: float = Field(20.0, ge=0)
+    """Fixed time per decoder layer per step beyond the modelled kernels (norms, rotary embedding, residual
+    adds, activation quantization, router top-k: ~6-8 small kernels of 2-3 us under CUDA graphs).
+    Prior 20 us: that count times the measured per-launch floor of the kernel tables (GEMM t0 ~3 us)."""
 
     step_overhead_us: float = Field(500.0, ge=0)
-    """Fixed time per engine step (scheduler, sampler, input prep). Prior 0.5 ms: uncalibrated guess."""
+    """Fixed time per engine step (scheduler, sampler, input preparation, host gaps). Prior 0.5 ms: guess."""
 
     request_overhead_us: float = Field(20_000.0, ge=0)
     """Fixed latency each request pays before its first token beyond the forward passes (HTTP/API server,
-    tokenization, admission into the running batch, first-token detokenization). Prior 20 ms: uncalibrated
-    guess; it is what TTFT keeps when the prefill compute is tiny."""
+    tokenization, admission, first-token detokenization). Prior 20 ms: guess; TTFT keeps it when the prefill
+    is tiny."""
 
-    prefill_queue_frac: float = Field(0.5, ge=0, le=1)
-    """Share of the other running requests whose prefill a new request waits behind: 0 = arrivals fully
-    staggered, 1 = synchronized waves (closed-loop benchmark clients start all users at once and equal
-    lengths keep them in step); mean wait frac * (n - 1) / 2 prefills. Prior 0.5: midpoint."""
+    bench_wave_share: float = Field(0.5, ge=0, le=1)
+    """Of a measured benchmark, not of the engine: the share of its requests served in synchronized waves. A
+    closed-loop client (`vllm bench serve --max-concurrency`, genai-perf) releases every user at once, and
+    with equal lengths they finish together and come back together, so prompts keep arriving in bursts
+    (`cost/serving.py: _first_round`) rather than staggered. Predictions for a deployment use the staggered
+    steady state (share 0). Prior 0.5: no knowledge either way; fitted per engine (the engines' schedulers
+    keep or break the waves differently)."""
 
-    comm_latency_scale: float = Field(1.0, ge=0.5, le=4)
+    comm_latency_scale: float = Field(1.0, gt=0)
     """Multiplier on the profile's measured collective times (nccl-tests run one collective in a loop;
-    inside a forward, with compute between calls, the floor can be higher: 36-45 us measured inside
-    engines on 8x PCIe vs ~25 us in nccl-tests: SGLang PR #32479, local-inference-lab/b12x PR #139).
-    Prior 1: the measured table as is."""
+    inside a forward, with compute between calls, the floor can differ: 36-45 us measured inside engines on
+    8x PCIe vs ~25 us in nccl-tests, SGLang PR #32479, local-inference-lab/b12x PR #139). Prior 1."""
 
 
 BOUNDS: dict[str, tuple[float, float]] = {
-    "mem_bw_eff": (0.3, 1.0),
-    "flops_eff": (0.1, 1.0),
+    "bw_scale": (0.5, 1.5),
+    "flops_scale": (0.3, 1.5),
     "layer_overhead_us": (0.0, 500.0),
     "step_overhead_us": (0.0, 20_000.0),
-    "comm_latency_scale": (0.5, 4.0),
     "request_overhead_us": (0.0, 2_000_000.0),
-    "prefill_queue_frac": (0.0, 1.0),
+    "comm_latency_scale": (0.5, 4.0),
+    "bench_wave_share": (0.0, 1.0),
 }

@@ -9,16 +9,20 @@ LINEAR = {"attn", "attn_replicated", "indexer", "linear_attn", "mamba", "dense_m
           "shared_experts"}
 
 
-def requantize(arch: ModelArch, weight_dtype: str | None) -> tuple[WeightGroup, ...]:
+def requantize(arch: ModelArch, weight_dtype: str | None, engine: str = "vllm") -> tuple[WeightGroup, ...]:
     """Groups stored as common checkpoints of that format store them (vLLM quant methods):
     bf16 all; fp8 every linear layer block-FP8 (DeepSeek/Qwen/MiniMax FP8); int4 routed experts INT4 g32
     (Kimi compressed-tensors) or, for dense models, every linear layer g128 (GPTQ/AWQ); nvfp4 MLPs and
-    experts NVFP4 with attention BF16 (NVIDIA ModelOpt excludes self_attn); mxfp4 experts only (gpt-oss)."""
+    experts NVFP4 with attention BF16 (NVIDIA ModelOpt excludes self_attn); mxfp4 experts only (gpt-oss).
+    TensorRT-LLM's FP8 checkpoints are ModelOpt per-tensor FP8 (`tensorrt_llm/_torch/modules/linear.py:
+    FP8QDQLinearMethod`), not block-FP8, unless the checkpoint itself is block-FP8."""
     if weight_dtype is None:
         return arch.weights
     out: dict[tuple[str, str, str], tuple[int, int]] = {}
     for w in arch.weights:
         fmt = _format(w.name, weight_dtype, arch.moe is not None) if w.name in LINEAR else w.fmt
+        if engine == "trtllm" and fmt == "fp8-block" and w.fmt != "fp8-block":
+            fmt = "fp8"
         key = (w.name, w.shard, fmt)
         params, layers = out.get(key, (0, 0))
         out[key] = (params + w.params, max(layers, w.layers))

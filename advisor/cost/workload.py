@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from advisor.engines import DEFAULT_MAX_MODEL_LEN, Engine, KvDtype, Release, WeightDtype, release
+from advisor.engines import DEFAULT_MAX_MODEL_LEN, KvDtype, MeasuredEngine, Release, WeightDtype, release
 
 GiB = 2**30
 # vLLM `engine/arg_utils.py:EngineArgs._set_default_args` (v0.11.0 line 1605 ... v0.33.0 line 2973): the
@@ -25,7 +25,7 @@ class Settings(BaseModel):
     weight_dtype: WeightDtype | None = None
     max_num_batched_tokens: int | None = Field(None, ge=1)
     max_num_seqs: int | None = Field(None, ge=1)
-    engine: Engine = "vllm"
+    engine: MeasuredEngine = "vllm"  # trtllm: measured rows only (no serve command for it)
     engine_version: str | None = None  # "0.19.1", "0.33"; None: the newest modelled (engines.DEFAULT_ENGINE_VERSION)
     enforce_eager: bool = False  # --enforce-eager: no CUDA graphs
     # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (None: the release's default)
@@ -59,6 +59,8 @@ class Settings(BaseModel):
         return self.max_num_seqs or min(self._tier(gpu_bytes, gpu_name)[1], self.batched_tokens(gpu_bytes, gpu_name))
 
     def _tier(self, gpu_bytes: int, gpu_name: str) -> tuple[int, int]:
+        if self.engine == "sglang":  # `server_args.py`: chunked_prefill_size 16384 from 160 GB, else 8192
+            return (16384 if gpu_bytes >= 160e9 else 8192), 1024
         big = self.release().big_tier_gib if self.engine == "vllm" else None
         if big is not None and gpu_bytes >= big * GiB:
             return 16384, 1024

@@ -12,7 +12,7 @@ extra per-hop latency is paid once per ring step.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -175,21 +175,29 @@ def collective_time_us(
     below its size limit where the engine would (see allreduce_backend_reason), NCCL terms otherwise.
     p2p is one transfer over the group's slowest hop (the 2-GPU term).
     """
+    return collective_timer(hw, op, n_gpus, engine, gpus)(nbytes)
+
+
+def collective_timer(hw: HardwareProfile, op: str, n_gpus: int, engine: str = "vllm",
+                     gpus: Sequence[int] | None = None) -> Callable[[float | np.ndarray], np.ndarray]:
+    """`collective_time_us` with the placement, terms and backend limit resolved once: a function of bytes."""
     _check(op, engine)
-    S = np.asarray(nbytes, dtype=float)
     if n_gpus <= 1:
-        return np.zeros_like(S)
+        return lambda nbytes: np.zeros_like(np.asarray(nbytes, dtype=float))
     group = list(gpus) if gpus is not None else pick_gpus(hw, n_gpus)
     n = len(group)
     path = group_path(hw.topology, group)
     nccl = find_term(hw, op, n, "nccl")
     if nccl is None:
         raise AdvisorError(f"{hw.id}: profile has no NCCL {op} term")
-    t = _term_time(hw, nccl, S, op, n, path)
-    if op != "allreduce":
-        return t
-    limit, _ = custom_allreduce_limit(hw, group, engine)
+    limit, _ = custom_allreduce_limit(hw, group, engine) if op == "allreduce" else (0.0, "")
     custom = find_term(hw, op, n, f"{engine}_custom") or find_term(hw, op, n, "vllm_custom")
-    if limit <= 0 or custom is None:
-        return t
-    return np.where(S < limit, _term_time(hw, custom, S, op, n, path), t)
+
+    def timed(nbytes: float | np.ndarray) -> np.ndarray:
+        S = np.asarray(nbytes, dtype=float)
+        t = _term_time(hw, nccl, S, op, n, path)
+        if op != "allreduce" or limit <= 0 or custom is None:
+            return t
+        return np.where(S < limit, _term_time(hw, custom, S, op, n, path), t)
+
+    return timed

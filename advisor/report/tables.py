@@ -132,20 +132,19 @@ def rank_table(ranking: Ranking, hw: HardwareProfile) -> None:
 
 
 def calibration_line(cal: dict[str, Any]) -> str:
-    """Where the efficiency terms came from, in one line; a borrowed calibration's error is the donor's."""
+    """Where the step-level terms came from, in one line, with a term fitted to its bound said."""
+    bound = (f"; at a fit bound (the data push past it; treat with care): {', '.join(cal['bounds_hit'])}"
+             if cal.get("bounds_hit") else "")
     if not cal.get("rows"):
-        return str(cal["how"])
+        held = (cal.get("cv") or {}).get("tpot_ms", {}).get("median_abs_pct")
+        err = f"; held-out median TPOT error for a GPU never measured: {held:.0f}%" if held is not None else ""
+        return f"{cal['how']}{err}{bound}"
     cv = cal.get("cv", {}).get("tpot_ms") or cal.get("cv", {}).get("output_tok_s") or {}
     pct = cv.get("median_abs_pct")
-    donor = cal.get("borrowed_from")
-    if donor:
-        err = f"; its held-out median error ({pct:.0f}%) is {donor}'s, not this box's" if pct is not None else ""
-        return (f"borrowed from {donor}: no measurements for {cal.get('for_hardware', 'this box')}; "
-                f"{cal['engine']} terms fitted on {plural(cal['rows'], 'row')} measured on {donor}{err}")
     err = f", held-out median error {pct:.0f}%" if pct is not None else ""
     instead = f"; in place of {cal['replaces']}" if cal.get("replaces") else ""
     return (f"{cal['how']} ({cal['hardware']}/{cal['engine']}, fitted on {plural(cal['rows'], 'measured row')}{err})"
-            f"{instead}")
+            f"{instead}{bound}")
 
 
 def _count(n: float) -> str:

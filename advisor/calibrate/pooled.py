@@ -1,0 +1,147 @@
+"""One engine's step-level terms fitted across every GPU at once (partial pooling): engine-wide terms, and per
+GPU a deviation shrunk toward them. A GPU with no rows gets the engine-wide terms and its own spec sheet.
+
+Each term lives in a bounded logit space, v = lo + (hi - lo) sigmoid(z). The engine-wide z_g carries a soft
+prior toward `Terms()` (PRIOR_WEIGHT per term, ~ one 30% error on one measured value); a GPU's value is
+z_g + d_h with a shrinkage penalty SHRINK d_h (a deviation of 1 in logit space costs as much as ~2 rows 50%
+off). The loss is soft-L1 on log(predicted / measured) of TTFT, TPOT and output tok/s over every row
+(`scipy.optimize.least_squares`, trf; the Jacobian's block structure is passed so that a GPU's deviations are
+differenced together). A term the rows cannot inform keeps its prior (engine-wide) or no deviation (per GPU).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NoReturn
+
+import numpy as np
+
+from advisor.calibrate.predict_rows import METRIC_KEYS, Bucket, run_bucket
+from advisor.cost.terms import BOUNDS, Terms
+
+Key = tuple[str, str]
+NAMES = tuple(BOUNDS)
+PRIOR_WEIGHT = 0.3
+SHRINK = 0.5
+LOSS, F_SCALE = "soft_l1", 0.25
+MIN_ROWS = 3
+METHOD = ("scipy.optimize.least_squares (trf, soft_l1, f_scale 0.25) on log(pred/meas) of ttft_ms, tpot_ms, "
+          f"output_tok_s over every GPU of the engine; engine-wide terms with a prior toward Terms() (weight "
+          f"{PRIOR_WEIGHT}) and per-GPU deviations shrunk toward them (weight {SHRINK}), in bounded logit space")
+
+
+def _z(name: str, v: float) -> float:
+    lo, hi = BOUNDS[name]
+    u = np.clip((v - lo) / (hi - lo), 1e-6, 1 - 1e-6)
+    return float(np.log(u / (1 - u)))
+
+
+def _v(name: str, z: np.ndarray | float) -> np.ndarray | float:
+    lo, hi = BOUNDS[name]
+    return lo + (hi - lo) / (1 + np.exp(-z))
+
+
+def informed(b: Bucket) -> set[str]:
+    """The terms a bucket's rows can inform (at least MIN_ROWS rows that measure what moves them)."""
+    rows = b.rows
+    decode = sum(1 for r in rows if r.tpot_ms or r.output_tok_s)
+    ttft = sum(1 for r in rows if r.ttft_ms)
+    multi = sum(1 for r in rows if (r.tpot_ms or r.output_tok_s) and r.tp * r.dp > 1)
+    counts = {"bw_scale": decode, "layer_overhead_us": decode, "step_overhead_us": decode,
+              "flops_scale": ttft, "request_overhead_us": ttft, "comm_latency_scale": multi,
+              "bench_wave_share": ttft}
+    return {k for k, n in counts.items() if n >= MIN_ROWS}
+
+
+class PooledCalibrator:
+    """`PooledCalibrator(prior).fit(buckets)` (buckets of one engine, keyed (hardware, engine)) sets `global_`
+    (engine-wide Terms), `per_hardware_` (hardware -> Terms), `deviations_` (hardware -> {term: logit shift}),
+    `refused_` (term -> why it kept its prior), `bounds_hit_`, `rows_` (hardware -> rows) and returns self;
+    `terms_for(hardware)` gives a GPU's terms (engine-wide for one it never saw)."""
+
+    global_: Terms
+    per_hardware_: dict[str, Terms]
+    deviations_: dict[str, dict[str, float]]
+    refused_: dict[str, str]
+    bounds_hit_: list[str]
+    rows_: dict[str, int]
+
+    def __init__(self, prior: Terms | None = None, shrink: float = SHRINK, base: Terms | None = None) -> None:
+        """`base`: fixed engine-wide terms (only the per-GPU deviations are fitted), e.g. a user's own box."""
+        self.prior = prior or Terms()
+        self.shrink = shrink
+        self.base = base
+
+    def fit(self, buckets: Mapping[Key, Bucket]) -> PooledCalibrator:
+        from scipy.optimize import least_squares
+        from scipy.sparse import lil_matrix
+
+        keys = [k for k, b in buckets.items() if b.index]
+        union = set().union(*(informed(buckets[k]) for k in keys)) if keys else set()
+        g_names = [] if self.base is not None else [n for n in NAMES if n in union]
+        d_names = [(k, n) for k in keys for n in NAMES if n in informed(buckets[k])]
+        start = self.base or self.prior
+        z0 = np.array([_z(n, getattr(start, n)) for n in g_names] + [0.0] * len(d_names))
+        meas = {k: _measured(buckets[k]) for k in keys}
+
+        def terms_at(x: np.ndarray, key: Key) -> Terms:
+            vals = {n: _z(n, getattr(start, n)) for n in NAMES}
+            vals.update({n: x[i] for i, n in enumerate(g_names)})
+            for j, (k, n) in enumerate(d_names):
+                if k == key:
+                    vals[n] += x[len(g_names) + j]
+            return Terms(**{n: float(_v(n, z)) for n, z in vals.items()})
+
+        def residuals(x: np.ndarray) -> np.ndarray:
+            parts = []
+            for k in keys:
+                pred = run_bucket(buckets[k], terms_at(x, k))
+                for m in METRIC_KEYS:
+                    ok = np.isfinite(meas[k][m])
+                    parts.append(np.log(np.clip(pred[m][ok], 1e-9, 1e12) / meas[k][m][ok]))
+            parts.append(PRIOR_WEIGHT * (x[:len(g_names)] - z0[:len(g_names)]))
+            parts.append(self.shrink * x[len(g_names):])
+            r = np.concatenate(parts)
+            return np.where(np.isfinite(r), r, 30.0)
+
+        n_par = len(g_names) + len(d_names)
+        if n_par:
+            sizes = [sum(int(np.isfinite(meas[k][m]).sum()) for m in METRIC_KEYS) for k in keys]
+            J = lil_matrix((sum(sizes) + n_par, n_par), dtype=np.int8)
+            offsets = np.concatenate([[0], np.cumsum(sizes)])
+            J[:offsets[-1], :len(g_names)] = 1
+            for j, (k, _) in enumerate(d_names):
+                i = keys.index(k)
+                J[offsets[i]:offsets[i + 1], len(g_names) + j] = 1
+            J[offsets[-1]:, :] = np.eye(n_par, dtype=np.int8)
+            sol = least_squares(residuals, z0, method="trf", loss=LOSS, f_scale=F_SCALE, diff_step=1e-3,
+                                jac_sparsity=J.tocsr(), max_nfev=200)
+            x = sol.x
+        else:
+            x = z0
+        self.global_ = terms_at(np.concatenate([x[:len(g_names)], np.zeros(len(d_names))]), ("", ""))
+        self.per_hardware_ = {k[0]: terms_at(x, k) for k in keys}
+        self.deviations_ = {k[0]: {n: float(x[len(g_names) + j]) for j, (kk, n) in enumerate(d_names) if kk == k}
+                            for k in keys}
+        self.refused_ = {} if self.base is not None else {
+            n: f"no GPU has {MIN_ROWS} rows that measure it; kept at the prior" for n in NAMES if n not in union}
+        self.bounds_hit_ = [n for n in g_names if _at_bound(n, getattr(self.global_, n))]
+        self.rows_ = {k[0]: len(buckets[k].index) for k in keys}
+        return self
+
+    def terms_for(self, hardware: str) -> Terms:
+        return self.per_hardware_.get(hardware, self.global_)
+
+    def __getattr__(self, name: str) -> NoReturn:
+        if name.endswith("_") and not name.startswith("_"):
+            raise AttributeError(f"PooledCalibrator.{name} does not exist before fit(buckets): call fit first")
+        raise AttributeError(f"'PooledCalibrator' object has no attribute {name!r}")
+
+
+def _measured(b: Bucket) -> dict[str, np.ndarray]:
+    return {m: np.array([getattr(r, m) or np.nan for r in b.rows], float) for m in METRIC_KEYS}
+
+
+def _at_bound(name: str, v: float) -> bool:
+    lo, hi = BOUNDS[name]
+    return min(v - lo, hi - v) <= 0.01 * (hi - lo)

@@ -1,0 +1,142 @@
+"""Per-kernel time models, one pure function per mechanism, with parameters fitted to measured kernel
+latencies on seven GPUs (`kernel_params.json`, written by `scripts/fit_kernels.py`; its `source` and
+`logo` fields say which tables and how well each model predicts a GPU it was not fitted on).
+
+Every model is `t = t0 + (tw^p + tc^p)^(1/p)`: a fixed latency (launches, the kernel chain's small
+kernels), a memory time at a fraction `e_bw` of the spec-sheet bandwidth and a compute time at a fraction
+`e_f` of the spec-sheet peak of the dtype the kernel computes in, joined by a p-norm (p = 1: they add,
+p -> inf: the larger wins). Parameters are per weight format (or KV dtype), shared by every GPU, so a GPU
+never measured is predicted from its spec sheet.
+
+- GEMM `[m, k] x [k, n]` (vLLM `layers/linear.py`): tw = (n k b_w + 2 m (n + k)) / bw (weights + BF16
+  activations); tc = 2 (m + m_h) n k / peak (m_h: the M tile a small batch pads to).
+- Fused MoE layer (vLLM `fused_moe/fused_moe.py`, `modular_kernel.py`; router output given): n_act local
+  experts hold `pairs` (token, expert) pairs; tw = n_act W_e / (bw s) with s = I / (I + I_h) (a thin
+  TP slice of an expert streams less efficiently); tc = (pairs + n_act m_h) 2 m_w h I / peak (each
+  expert's rows padded to the block M); plus pairs h a / bw for permute / quantize / combine traffic.
+- Decode attention over a paged KV cache (FlashAttention / FlashInfer decode): tw = KV bytes / bw + L d b
+  rho (one CTA streams one sequence's KV); tc = 4 b h L d / peak_bf16.
+- MLA decode over the latent cache (absorbed weights; vLLM `attention/backends/mla/`: FlashMLA on sm90,
+  FlashInfer/CUTLASS MLA on sm100, Triton MLA elsewhere, chosen in `platforms/cuda.py:
+  get_attn_backend_cls`): tw = b L (r + rope) b_kv / bw (each latent read once for all heads);
+  tc = 2 b h L (2 r + rope) / peak_bf16 (QK^T over latent + rope, PV over the latent). Fitted to the
+  context slope of the MLA module tables (the projections do not grow with context).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+PARAMS = Path(__file__).with_name("kernel_params.json")
+
+# Our storage formats -> the kernel tables' format of the kernel that runs them (per table). Block-FP8 dense
+# GEMMs use the per-tensor FP8 parameters: the tables' block-FP8 GEMM rows carry a ~180 us fixed cost on
+# every GPU (10x a whole DeepSeek decode layer), which is the collector's, not the serving path's.
+MOE_FORMAT = {"bf16": "bfloat16", "fp8": "fp8", "fp8-block": "fp8_block", "nvfp4": "nvfp4",
+              "mxfp4": "w4a16_mxfp4"}
+GEMM_FORMAT = {"bf16": "bfloat16", "fp8": "fp8", "fp8-block": "fp8", "nvfp4": "nvfp4"}
+
+
+@cache
+def params() -> dict[str, Any]:
+    """The shipped kernel parameters (see the module docstring)."""
+    data: dict[str, Any] = json.loads(PARAMS.read_text(encoding="utf-8"))
+    return data
+
+
+def moe_format(fmt: str, native_fp4: bool) -> str:
+    """Kernel-table format of an expert weight format: INT4 groups run W4A16 (Marlin); NVFP4 on a GPU without
+    FP4 tensor cores runs weight-only like MXFP4 (vLLM `fused_moe/oracle`: Marlin W4A16 fallback)."""
+    if fmt.startswith("int4"):
+        return "int4_wo"
+    if fmt == "nvfp4" and not native_fp4:
+        return "w4a16_mxfp4"
+    return MOE_FORMAT.get(fmt, "bfloat16")
+
+
+def gemm_format(fmt: str, native_fp4: bool) -> str:
+    """Kernel-table format of a dense weight format; weight-only 4-bit dense GEMMs take the BF16 parameters
+    (their bytes are still the 4-bit ones)."""
+    if fmt == "nvfp4" and not native_fp4:
+        return "bfloat16"
+    return GEMM_FORMAT.get(fmt, "bfloat16")
+
+
+def _pnorm(tw: np.ndarray, tc: np.ndarray, p: float) -> np.ndarray:
+    return (tw ** p + tc ** p) ** (1 / p)
+
+
+@cache  # pure in its string arguments; callers only read the dict
+def gemm_params(fmt: str, native_fp4: bool) -> dict[str, float]:
+    """t0_us, e_bw, e_f of the GEMM kernel that runs weight format `fmt` (see `gemm_format`)."""
+    return dict(params()["gemm"]["by_fmt"][gemm_format(fmt, native_fp4)])
+
+
+@cache  # pure in its string arguments; callers only read the dict
+def moe_params(fmt: str, native_fp4: bool) -> dict[str, float]:
+    """t0_us, e_bw, e_f, kappa_ns_per_B of the fused-MoE kernel that runs expert format `fmt`."""
+    return dict(params()["moe"]["by_fmt"][moe_format(fmt, native_fp4)])
+
+
+@cache  # pure in its string arguments; callers only read the dict
+def attention_params(kv_dtype: str) -> dict[str, float]:
+    """t0_us, e_bw, e_f, rho_ns_per_B of decode attention over a `kv_dtype` cache."""
+    return dict(params()["attention"]["by_kv"]["fp8" if kv_dtype == "fp8" else "bfloat16"])
+
+
+NATIVE_MLA_SM = ("sm90", "sm100", "sm103")
+
+
+@cache  # pure in its string arguments; callers only read the dict
+def mla_params(kv_dtype: str, sm: str) -> dict[str, float]:
+    """e_bw, e_f of MLA decode: the GPU's MLA kernel class (native FlashMLA/FlashInfer/CUTLASS or Triton)."""
+    cls = ("native" if sm in NATIVE_MLA_SM else "triton") + "/" + ("fp8" if kv_dtype == "fp8" else "bfloat16")
+    return dict(params()["mla"]["by_cls"][cls])
+
+
+def mla_decode_us(f: Any, b_kv: Any, batch: Any, ctx: Any, heads: Any, latent: Any, rope: Any, bw: Any,
+                  peak_bf16: Any, P: Any = None) -> Any:
+    """Microseconds of MLA decode attention beyond its fixed latency: `batch` sequences of `ctx` latent tokens,
+    `heads` query heads per GPU; `f` holds e_bw, e_f; `P` the shared p."""
+    P = P or params()["mla"]
+    tw = batch * ctx * (latent + rope) * b_kv / (bw * f["e_bw"]) * 1e6
+    tc = 2 * batch * heads * ctx * (2 * latent + rope) / (peak_bf16 * f["e_f"]) * 1e6
+    return _pnorm(tw, tc, P["p"])
+
+
+def gemm_us(f: Any, m: Any, n: Any, k: Any, w_bytes: Any, bw: Any, peak: Any, P: Any = None) -> Any:
+    """Microseconds of one linear layer: `w_bytes` of weights (scales included), m tokens, n x k matrix;
+    `f` holds t0_us, e_bw, e_f (scalars or arrays, per case); `P` the shared m_h and p (default: shipped)."""
+    P = P or params()["gemm"]
+    tw = (w_bytes + 2 * m * (n + k)) / (bw * f["e_bw"]) * 1e6
+    tc = 2 * (m + P["m_h"]) * n * k / (peak * f["e_f"]) * 1e6
+    return f["t0_us"] + _pnorm(tw, tc, P["p"])
+
+
+def moe_us(f: Any, n_act: Any, pairs: Any, hidden: Any, inter: Any, mats: Any, b_w: Any, bw: Any, peak: Any,
+           P: Any = None) -> Any:
+    """Microseconds of one fused-MoE layer on one GPU: `n_act` experts it holds are touched by `pairs`
+    (token, expert) pairs; each expert is `mats` matrices of hidden x inter (its TP slice), `b_w` bytes per
+    weight (scales included); `f` holds t0_us, e_bw, e_f, kappa_ns_per_B; `P` the shared m_h, I_h, a_act_B, p."""
+    P = P or params()["moe"]
+    w_expert = mats * hidden * inter * b_w
+    slim = inter / (inter + P["I_h"])
+    tw = n_act * w_expert / (bw * f["e_bw"] * slim) * 1e6 + (hidden + inter) * b_w * f["kappa_ns_per_B"] * 1e-3
+    tc = (pairs + n_act * P["m_h"]) * 2 * mats * hidden * inter / (peak * f["e_f"]) * 1e6
+    return f["t0_us"] + _pnorm(tw, tc, P["p"]) + pairs * hidden * P["a_act_B"] / bw * 1e6
+
+
+def attention_decode_us(f: Any, b_kv: Any, batch: Any, ctx: Any, heads: Any, kv_heads: Any, head_dim: Any,
+                        bw: Any, peak_bf16: Any, P: Any = None) -> Any:
+    """Microseconds of one decode-attention call over `batch` sequences of `ctx` tokens (heads per GPU);
+    `f` holds t0_us, e_bw, e_f, rho_ns_per_B; `b_kv` bytes per KV element; `P` the shared p."""
+    P = P or params()["attention"]
+    kv = batch * ctx * kv_heads * head_dim * 2 * b_kv
+    tw = kv / (bw * f["e_bw"]) * 1e6 + ctx * head_dim * b_kv * f["rho_ns_per_B"] * 1e-3
+    tc = 4 * batch * heads * ctx * head_dim / (peak_bf16 * f["e_f"]) * 1e6
+    return f["t0_us"] + _pnorm(tw, tc, P["p"])

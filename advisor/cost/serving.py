@@ -1,0 +1,158 @@
+"""Serving `concurrency` closed-loop users: how many requests run, what the engine's scheduler puts in a step,
+and TTFT, TPOT and throughput from the step time.
+
+Schedulers (per engine, `scheduler()`):
+- vLLM V1 (`vllm/v1/core/sched/scheduler.py: Scheduler.schedule`): one token budget per step
+  (`max_num_batched_tokens`); running requests first (one decode token each, or their next prefill chunk),
+  then waiting requests FCFS; decode tokens and prefill chunks share the step (chunked prefill).
+- TensorRT-LLM (`tensorrt_llm/_torch/pyexecutor/scheduler.py`, `max_num_tokens` 8192, chunked prefill off
+  by default): decodes plus whole prompts that fit the budget in one step.
+- SGLang (`python/sglang/srt/managers/scheduler.py: get_next_batch_to_run`): prefill first; a step is
+  either a prefill batch (chunks of `chunked_prefill_size`) or a decode batch, never both.
+
+Steady state, arrivals staggered: with r requests running per DP rank, each lifetime of L steps holds O - 1
+decode tokens and I prompt tokens, so a step carries d = r (O - 1) / L decode and p = r I / L prefill tokens
+(p capped by the budget left after the decodes). A new prompt waits for the prefill work ahead of it (an
+M/D/1 queue on the spare budget: utilisation u = p / (B - d), service S = I / (B - d) steps, mean wait
+u S / (2 (1 - u))), then the steps that carry its own prompt. SGLang's decodes pause for every prefill step.
+
+A benchmark is often not staggered: a closed-loop client (`vllm bench serve --max-concurrency`, genai-perf)
+releases every user at once, so r prompts (r x I tokens) are prefilled FCFS in n = r I / chunk steps and the
+j-th waits for j of them; with equal lengths the users finish together and come back together, so the
+waves persist. The share of measured requests served in such waves is `wave_share` (a fitted term of the
+benchmark, `Terms.bench_wave_share`): 0 for a deployment's steady state.
+
+TensorRT-LLM with attention-DP, as the public recipes run it (`attention_dp_config: {enable_balance: true,
+timeout_iters: 60, batching_wait_iters: 0}` in the InferenceX/InferenceMAX TRT-LLM scripts): a context
+request is held until every DP rank has one or `timeout_iters` steps pass (`tensorrt_llm/_torch/pyexecutor/
+py_executor.py: _balance_adp_requests`). With fewer users than DP ranks some rank never has one, so every new
+request waits the whole timeout.
+
+KV is paged: a running request occupies its prompt plus the tokens generated so far, I + O/2 on average;
+users beyond what fits wait in the queue, and in a closed loop (Little's law) each waits
+(users / running - 1) lifetimes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.cost.features import Features
+from advisor.cost.terms import Terms
+
+# step(decode tokens, their mean context, prefill tokens, their mean context, sampled rows) -> breakdown
+StepFn = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], dict[str, np.ndarray]]
+FIXED_POINT_ROUNDS = 4  # steps per lifetime <-> prefill wait: converges in 3-4 rounds
+MAX_UTILISATION = 0.95  # the M/D/1 wait diverges at 1; beyond this the budget is saturated anyway
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """What an engine puts in one step: `budget` tokens, decodes mixed with prefill or not."""
+
+    mixed: bool
+    budget: float
+    adp_timeout_steps: float = 0.0  # steps a context request may be held to balance attention-DP ranks
+
+
+# TensorRT-LLM attention-DP balancing as the public recipes set it (module docstring)
+TRTLLM_ADP_TIMEOUT_ITERS = 60
+
+
+def scheduler(engine: str, budget: float) -> Scheduler:
+    """SGLang runs prefill and decode in separate steps; vLLM V1 and TensorRT-LLM mix them."""
+    return Scheduler(mixed=engine != "sglang", budget=float(budget),
+                     adp_timeout_steps=TRTLLM_ADP_TIMEOUT_ITERS if engine == "trtllm" else 0.0)
+
+
+def kv_capacity(F: Features, occupied_tokens: np.ndarray) -> np.ndarray:
+    """Requests of `occupied_tokens` one DP rank's KV room holds (paged: blocks as tokens arrive), capped by
+    max_num_seqs. KV features cover all PP stages; one GPU holds its stage's share."""
+    win = np.minimum(occupied_tokens, np.where(F.window > 0, F.window, occupied_tokens))
+    per_seq = (F.kv_full * occupied_tokens + F.kv_win * win + F.state_bytes) / F.pp
+    return np.minimum(np.floor(F.kv_room / np.maximum(per_seq, 1e-9)), F.num_seqs)
+
+
+def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency: np.ndarray,
+          input_len: np.ndarray, output_len: np.ndarray, wave_share: float | np.ndarray = 0.0
+          ) -> dict[str, np.ndarray]:
+    """TTFT, TPOT, tok/s for `concurrency` closed-loop users with fixed lengths (arrays broadcast to
+    [P, C, L]); also the running requests, the decode step's breakdown and the prefill share of a step."""
+    users = np.ceil(concurrency / F.dp)
+    running = np.maximum(np.minimum(users, kv_capacity(F, input_len + output_len / 2)), 1.0)
+    decodes = np.maximum(output_len - 1, 0)
+    ctx_dec = input_len + output_len / 2
+    zero = 0 * running
+    parts = step(running, ctx_dec, zero, input_len / 2, running)
+    t_dec = parts["total"]
+    steady = (_mixed if sched.mixed else _separate)(step, sched, running, input_len, decodes, ctx_dec, t_dec)
+    first = _first_round(step, sched, running, input_len, decodes, ctx_dec, t_dec)
+    s = wave_share
+    tpot = (1 - s) * steady[0] + s * first[0]
+    ttft_run = (1 - s) * steady[1] + s * first[1] + terms.request_overhead_us * 1e-6
+    # attention-DP balancing (TensorRT-LLM): fewer users than DP ranks -> every context request times out
+    ttft_run = ttft_run + np.where((F.dp > 1) & (concurrency < F.dp), sched.adp_timeout_steps, 0.0) * t_dec
+    lifetime = ttft_run + decodes * tpot
+    queued = np.maximum(users / running - 1, 0)
+    active = np.minimum(concurrency, F.dp * running)  # idle DP ranks run dummy forwards, serve no one
+    shape = np.broadcast_shapes(np.shape(tpot), np.shape(ttft_run), np.shape(active))
+    return {"ttft_s": np.broadcast_to(ttft_run + queued * lifetime, shape),
+            "tpot_s": np.broadcast_to(tpot, shape),
+            "output_tok_s": np.broadcast_to(active * output_len / lifetime, shape),
+            "per_user_tok_s": np.broadcast_to(1 / tpot, shape), "running": np.broadcast_to(active, shape),
+            "prefill_interference_s": np.broadcast_to(tpot - t_dec, shape),
+            "prefill_share": np.broadcast_to(steady[2], shape),
+            **{f"step_{k}": np.broadcast_to(v, shape) for k, v in parts.items()}}
+
+
+def _mixed(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.ndarray, decodes: np.ndarray,
+           ctx_dec: np.ndarray, t_dec: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Staggered arrivals, decodes and prefill chunks in one step: (TPOT, TTFT, prefill share of a step).
+    TPOT is the average mixed step; a prompt waits for the prefill ahead of it, then the steps carrying it."""
+    lifetime_steps = decodes + 1.0
+    for _ in range(FIXED_POINT_ROUNDS):
+        d = running * decodes / lifetime_steps
+        spare = np.maximum(sched.budget - d, 1.0)
+        p = np.minimum(running * input_len / lifetime_steps, spare)
+        service = input_len / spare
+        u = np.minimum(p / spare, MAX_UTILISATION)
+        wait = u * service / (2 * (1 - u))
+        lifetime_steps = decodes + wait + np.maximum(service, 1.0)
+    # A step carries a whole chunk or none: a share f of steps carries `chunk` prompt tokens. Averaging the
+    # prompt tokens over every step instead would spread them thin, touching every MoE expert each step.
+    chunk = np.minimum(spare, np.maximum(input_len, p))
+    f = p / chunk
+    t_pre = step(d, ctx_dec, chunk, input_len / 2, d + 1)["total"]
+    t = (1 - f) * step(d, ctx_dec, 0 * chunk, input_len / 2, d)["total"] + f * t_pre
+    own = np.maximum(service, 1.0) * t_pre
+    return t, (0.5 + wait) * t + own, p / np.maximum(p + d, 1e-9)
+
+
+def _separate(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.ndarray, decodes: np.ndarray,
+              ctx_dec: np.ndarray, t_dec: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Staggered arrivals, prefill-first: other requests' prefill steps pause the decodes; a prompt waits for
+    the prefills ahead of it (M/D/1 on the prefill steps). (TPOT, TTFT, prefill share of the time)."""
+    zero = 0 * running
+    chunk = np.minimum(input_len, sched.budget)
+    t_pre = np.ceil(input_len / sched.budget) * step(zero, ctx_dec, chunk, input_len / 2, 1 + zero)["total"]
+    rho = (running - 1) * t_pre / (t_pre + decodes * t_dec)
+    tpot = t_dec * (1 + rho)
+    u = np.minimum(running * t_pre / (t_pre + decodes * tpot), MAX_UTILISATION)
+    return tpot, t_pre + u * t_pre / (2 * (1 - u)) + t_dec / 2, rho / (1 + rho)
+
+
+def _first_round(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.ndarray,
+                 decodes: np.ndarray, ctx_dec: np.ndarray, t_dec: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Every user released at once: r prompts prefilled FCFS in n = r I / chunk steps (mixed: the decodes of
+    prompts done so far ride along, r / 2 on average); the j-th prompt's first token at its step, TTFT
+    (n + 1) / 2 prefill steps on average; early requests decode during the remaining prefill steps (mixed:
+    at their pace; SGLang: paused). (TPOT, TTFT)."""
+    riding = running / 2 if sched.mixed else 0 * running
+    chunk = np.minimum(running * input_len, np.maximum(sched.budget - riding, 1.0))
+    n_pre = np.maximum(running * input_len / chunk, 1.0)
+    t_pre = step(riding, ctx_dec, chunk, input_len / 2, riding + chunk / input_len)["total"]
+    extra = (n_pre - 1) / 2 * (t_pre - t_dec if sched.mixed else t_pre)
+    return t_dec + extra / np.maximum(decodes, 1), (n_pre + 1) / 2 * t_pre

@@ -1,0 +1,186 @@
+"""The time of one engine step: decode tokens and prefill tokens of one DP rank through every layer, composed
+from the per-kernel models (`cost/kernels.py`), the collectives of the forward, and the step-level terms
+the kernels do not explain (`cost/terms.py`: scheduling, sampling, small per-layer kernels, host gaps).
+
+Per step with d decode tokens (context c each) and p prefill tokens (context c_p each), T = d + p:
+- dense GEMMs: `calls` x t0 + p-norm(weights + activations / bw, T x FLOPs / peak);
+- MoE layers: the fused-MoE kernel on the busiest GPU, its tokens every DP rank's (T x dp), touched experts
+  E_local (1 - (1 - k/E)^(T dp)) and (token, expert) pairs T dp k / EP plus the busiest rank's excess
+  sqrt(2 mean ln EP) (the expected maximum of EP Poisson loads; vLLM's EP places experts statically, EPLB off);
+- attention: the decode kernel over the decode tokens' KV (windowed layers capped at the window; DSA
+  attends to `index_topk` tokens after an indexer pass over the whole context), prefill attention as FLOPs;
+- collectives (`cost/collectives.py`), timed on the profile's measured terms;
+- fixed time: layers x the per-layer term + the per-step term.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from advisor.cost import kernels
+from advisor.cost.collectives import SLOTS
+from advisor.cost.features import Features
+from advisor.cost.terms import Terms
+from advisor.hardware import HardwareProfile
+
+Comm = Callable[[str, np.ndarray, int], np.ndarray]  # (op, bytes, group size) -> seconds
+BREAKDOWN = ("weights", "kv", "compute", "comm", "overhead")
+# Largest CUDA graph vLLM captures by default: min(2 * max_num_seqs, 512) (`vllm/config/vllm.py:
+# _set_cudagraph_sizes`); bigger batches run eagerly, unpadded.
+MAX_CAPTURE_TOKENS = 512
+
+
+def comm_fn(hw: HardwareProfile, engine: str) -> Comm:
+    """Collective time on the profile's measured terms; TensorRT-LLM's allreduce follows the same rules as
+    vLLM's custom allreduce (one-shot / two-shot on NVLink, NCCL on PCIe: `tensorrt_llm/_torch/distributed/
+    ops.py: AllReduce` with strategy AUTO)."""
+    from advisor.hardware.comm import collective_timer
+
+    physics = "vllm" if engine == "trtllm" else engine
+    timers: dict[tuple[str, int], Callable[[np.ndarray], np.ndarray]] = {}
+
+    def f(op: str, nbytes: np.ndarray, n: int) -> np.ndarray:
+        if (op, n) not in timers:  # placement and terms resolved once per (op, group size)
+            timers[op, n] = collective_timer(hw, op, n, engine=physics)
+        return timers[op, n](nbytes) * 1e-6
+
+    return f
+
+
+def pad_tokens(t: np.ndarray) -> np.ndarray:
+    """CUDA-graph padding: capture sizes [1, 2, 4] + range(8, 256, 8) + range(256, 513, 16)
+    (`vllm/config/vllm.py:_set_cudagraph_sizes`); none above the largest capture size."""
+    t = np.maximum(t, 1.0)
+    small = 2.0 ** np.ceil(np.log2(t))
+    padded = np.where(t <= 4, small, np.where(t < 256, np.ceil(t / 8) * 8, np.ceil(t / 16) * 16))
+    return np.where(t > MAX_CAPTURE_TOKENS, t, padded)
+
+
+def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: np.ndarray, ctx: np.ndarray,
+              pre: np.ndarray, ctx_pre: np.ndarray, sampled: np.ndarray) -> dict[str, np.ndarray]:
+    """Seconds of one step per DP rank, split into the breakdown terms (plus `total`), and the same total by
+    mechanism (`mech_gemm`, `mech_moe`, `mech_attention`, `mech_collectives`, `mech_fixed`). Arrays broadcast
+    against the features ([P] or [P, 1, 1])."""
+    bw = hw.gpu.mem_bw_bytes_per_s * terms.bw_scale
+    peak16 = hw.gpu.dense_flops_per_s("bf16")
+    tokens = pad_tokens(dec + pre)
+    parts_w, parts_c, fixed = _gemms(F, bw, terms, tokens)
+    moe_w, moe_c, moe_fixed = _moe(F, bw, terms, tokens * F.dp)
+    kv, attn_fixed = _decode_attention(F, bw, peak16 * terms.flops_scale, dec, ctx)
+    prefill_attn = pre * (ctx_pre * F.attn_full_flops
+                          + np.minimum(ctx_pre, np.where(F.window > 0, F.window, ctx_pre)) * F.attn_win_flops)
+    compute = parts_c + moe_c + prefill_attn / (peak16 * F.gemm_e_f * terms.flops_scale)
+    comm_t = collectives_time(F, comm, tokens, sampled) * terms.comm_latency_scale
+    overhead = (fixed + moe_fixed + attn_fixed) * 1e-6 + F.layers * terms.layer_overhead_us * 1e-6 \
+        + terms.step_overhead_us * 1e-6
+    parts = {"weights": parts_w + moe_w, "kv": kv + dec * F.state_bytes / bw, "compute": compute, "comm": comm_t,
+             "overhead": overhead}
+    shape = np.broadcast_shapes(*(np.shape(v) for v in parts.values()))
+    out = {k: np.broadcast_to(v, shape) for k, v in parts.items()}
+    out["total"] = sum(out.values())  # type: ignore[assignment]
+    # the same time by mechanism (what `explain` and the case study report): each kernel chain with its
+    # fixed latency, the collectives, and the step-level fixed time
+    attention = parts["kv"] + attn_fixed * 1e-6 + prefill_attn / (peak16 * F.gemm_e_f * terms.flops_scale)
+    mech = {"gemm": parts_w + parts_c + fixed * 1e-6, "moe": moe_w + moe_c + moe_fixed * 1e-6,
+            "attention": attention, "collectives": comm_t,
+            "fixed": F.layers * terms.layer_overhead_us * 1e-6 + terms.step_overhead_us * 1e-6}
+    out.update({f"mech_{k}": np.broadcast_to(v, shape) for k, v in mech.items()})
+    return out
+
+
+def _split(tw: np.ndarray, tc: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarray]:
+    """A p-norm of memory and compute time as (memory part, the compute excess over it)."""
+    both = (tw ** p + tc ** p) ** (1 / p)
+    return tw, both - tw
+
+
+def _gemms(F: Features, bw: float, terms: Terms, tokens: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Dense GEMMs of the step: (memory seconds, compute-excess seconds, fixed microseconds)."""
+    P = kernels.params()["gemm"]
+    # weights once, BF16 activations in and out of every call ([T, ~H/tp] each way)
+    tw = (F.dense_w_bytes + 4 * tokens * F.hidden * F.gemm_calls / F.tp) / (bw * F.gemm_e_bw)
+    tc = tokens * F.dense_gemm_s / (F.gemm_e_f * terms.flops_scale)
+    w, c = _split(tw, tc, P["p"])
+    return w, c, F.gemm_calls * F.gemm_t0_us
+
+
+def touched_experts(experts: np.ndarray, topk: np.ndarray, ep: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """Distinct experts one GPU reads per MoE layer: E / EP (1 - (1 - k/E)^T), uniform routing (vLLM
+    `fused_moe.py` reads every expert that any of the T tokens picks)."""
+    e = np.maximum(experts, 1)
+    return e / ep * (1 - (1 - topk / e) ** tokens)
+
+
+def busiest_rank_pairs(topk: np.ndarray, ep: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """(token, expert) pairs on the busiest of EP ranks: mean T k / EP plus sqrt(2 mean ln EP), the expected
+    maximum of EP Poisson loads (static expert placement, EPLB off)."""
+    mean = tokens * topk / ep
+    return mean + np.sqrt(2 * mean * np.log(np.maximum(ep, 1)))
+
+
+def _moe(F: Features, bw: float, terms: Terms, tokens: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The MoE layers on the busiest GPU: (memory seconds, compute-excess seconds, fixed microseconds)."""
+    P = kernels.params()["moe"]
+    n_act = touched_experts(F.experts, F.topk, F.ep, tokens)
+    pairs = busiest_rank_pairs(F.topk, F.ep, tokens)
+    w_expert = F.moe_mats * F.moe_hidden * F.moe_inter * F.moe_b_w
+    slim = F.moe_inter / (F.moe_inter + P["I_h"])
+    tw = (n_act * w_expert / (F.moe_e_bw * slim) + pairs * F.moe_hidden * P["a_act_B"]) / bw \
+        + (F.moe_hidden + F.moe_inter) * F.moe_b_w * F.moe_kappa * 1e-9
+    tc = (pairs + n_act * P["m_h"]) * 2 * F.moe_mats * F.moe_hidden * F.moe_inter / (F.moe_peak * F.moe_e_f
+                                                                                       * terms.flops_scale)
+    w, c = _split(tw, tc, P["p"])
+    return F.moe_layers * w, F.moe_layers * c, F.moe_layers * F.moe_t0_us
+
+
+def _decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray,
+                      ctx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Decode attention of `dec` sequences: (seconds beyond the fixed latency, fixed microseconds)."""
+    P = kernels.params()["attention"]
+    f = {"t0_us": 0.0, "e_bw": F.attn_e_bw, "e_f": F.attn_e_f, "rho_ns_per_B": 0.0}
+    full_ctx = np.where(F.index_topk > 0, np.minimum(ctx, F.index_topk), ctx)
+    win_ctx = np.minimum(ctx, np.where(F.window > 0, F.window, ctx))
+    gqa = kernels.attention_decode_us(f, F.b_kv, dec, full_ctx, F.attn_heads, F.attn_kv_heads, F.attn_head_dim,
+                                      bw, peak, P)
+    mla = kernels.mla_decode_us(f, F.b_kv, dec, full_ctx, F.attn_heads, F.mla_latent, F.mla_rope, bw, peak)
+    full = np.where(F.attn_mla > 0, mla, gqa)
+    win = kernels.attention_decode_us(f, F.b_kv, dec, win_ctx, F.win_heads, F.win_kv_heads, F.win_head_dim, bw,
+                                      peak, P)
+    indexer = dec * ctx * F.index_bytes / (bw * F.attn_e_bw) * 1e6  # DSA: the indexer reads the whole context
+    us = F.attn_layers * (full + indexer) + F.win_layers * win
+    fixed = (F.attn_layers + F.win_layers) * F.attn_t0_us * (dec > 0)
+    return us * 1e-6, fixed
+
+
+_GROUPS: dict[str, object] = {}  # the last features' group masks per slot (a sweep calls the step ~4 times)
+
+
+def _slot_groups(F: Features) -> list[list[tuple[int, np.ndarray]]]:
+    """Per collective slot, (group size, mask of the plans with it) for each size > 1; computed once per
+    features (the step is evaluated several times per sweep on the same plans)."""
+    if _GROUPS.get("key") is not F.coll_group:
+        _GROUPS["key"] = F.coll_group
+        _GROUPS["val"] = [[(int(n), F.coll_group[..., k] == n) for n in np.unique(F.coll_group[..., k]) if n > 1]
+                          for k in range(len(SLOTS))]
+    return _GROUPS["val"]  # type: ignore[return-value]
+
+
+def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.ndarray) -> np.ndarray:
+    """Seconds of one forward's collectives (`collectives.step_collectives`, summed per slot): a message is
+    the (padded) tokens per DP rank, every DP rank's for dispatch/combine, sampled rows, or fixed."""
+    t = np.broadcast_to(tokens, np.broadcast_shapes(np.shape(tokens), F.tp.shape))
+    units = {"tokens": t, "dp_tokens": t * F.dp, "sampled": np.maximum(sampled, 1) + 0 * t, "fixed": 1 + 0 * t}
+    total = np.zeros(t.shape)
+    for k, (slot, groups) in enumerate(zip(SLOTS, _slot_groups(F), strict=True)):
+        calls = F.coll_calls[..., k]
+        if not groups or not np.any(calls):
+            continue
+        nbytes = np.broadcast_to(units[slot.scales_with] * F.coll_bytes[..., k], t.shape)
+        timed = np.zeros(t.shape)
+        for n, mask in groups:
+            m = np.broadcast_to(mask, t.shape)
+            timed[m] = comm(slot.op, nbytes[m], n)
+        total = total + calls * timed
+    return total

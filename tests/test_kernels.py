@@ -1,0 +1,92 @@
+"""The per-kernel models (`advisor/cost/kernels.py`) against measured kernel latencies (tests/data/kernels,
+aiconfigurator tables): hand-computed points, the shipped parameters on the slices, and how well each model
+predicts a GPU it was not fitted on (leave-one-GPU-out, stored by scripts/fit_kernels.py)."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import REPO
+
+from advisor.cost import kernels
+
+sys.path.insert(0, str(REPO / "scripts"))
+import fit_kernels  # noqa: E402
+
+SLICES = REPO / "tests" / "data" / "kernels"
+
+
+def slice_columns(model: str) -> dict[str, np.ndarray]:
+    with open(SLICES / f"{model}.csv", newline="") as fh:
+        rows: list[dict[str, Any]] = list(csv.DictReader(fh))
+    for r in rows:
+        for k, v in r.items():
+            try:
+                r[k] = float(v)
+            except ValueError:
+                pass
+    return fit_kernels.columns(rows)
+
+
+def test_attention_decode_by_hand() -> None:
+    # 32 sequences x 4096 tokens x 8 KV heads x 128 dims x (K+V) x 2 B = 268 MB at 0.8 x 3.35 TB/s: 100 us
+    f = {"t0_us": 10.0, "e_bw": 0.8, "e_f": 1.0, "rho_ns_per_B": 0.0}
+    kv = 32 * 4096 * 8 * 128 * 2 * 2
+    got = kernels.attention_decode_us(f, 2.0, 32, 4096, 64, 8, 128, 3.35e12, 989e12, {"p": 50.0})
+    assert got == pytest.approx(10 + kv / (0.8 * 3.35e12) * 1e6, rel=1e-3)
+
+
+def test_mla_decode_is_memory_bound_on_native_kernels() -> None:
+    # FlashInfer MLA on B200: the per-context slope does not grow with heads (1 -> 128 heads, same ns/token)
+    c = slice_columns("mla")
+    sel = (c["gpu"] == "b200-sxm") & (c["cls"] == "native/bfloat16") & (c["b"] == 32)
+    by_heads = dict(zip(c["h"][sel], c["lat_us"][sel], strict=True))
+    assert by_heads[128] == pytest.approx(by_heads[1], rel=0.1)
+    f = kernels.mla_params("bf16", "sm100")
+    # latent 512 + rope 64 in BF16 per token and sequence, at the fitted fraction of 8 TB/s
+    one = kernels.mla_decode_us(f, 2.0, 32, 1.0, 128, 512, 64, 8e12, 2.25e15) * 1e3
+    assert one == pytest.approx(by_heads[128], rel=0.15)
+
+
+def test_triton_mla_is_compute_bound_at_many_heads() -> None:
+    # Triton MLA (RTX PRO 6000): 128 heads cost ~4x 16 heads per context token; native kernels do not
+    c = slice_columns("mla")
+    sel = (c["gpu"] == "rtx-pro-6000-server") & (c["cls"] == "triton/bfloat16") & (c["b"] == 64)
+    by_heads = dict(zip(c["h"][sel], c["lat_us"][sel], strict=True))
+    assert by_heads[128] > 3 * by_heads[16]
+    f = kernels.mla_params("bf16", "sm120")
+    pred = [kernels.mla_decode_us(f, 2.0, 64, 1.0, h, 512, 64, 1.792e12, 467.8e12) for h in (16, 128)]
+    assert pred[1] > 3 * pred[0]
+
+
+@pytest.mark.parametrize("model,in_sample_max", [("moe", 30.0), ("gemm", 30.0), ("attention", 30.0),
+                                                 ("mla", 30.0)])
+def test_shipped_parameters_on_the_slices(model: str, in_sample_max: float) -> None:
+    # the shipped parameters reproduce their own table's slice: median |error| under the stated bound
+    c = slice_columns(model)
+    pred = fit_kernels.evaluate(model, kernels.params()[model], c)
+    err = np.abs(pred / c["lat_us"] - 1) * 100
+    assert np.median(err) < in_sample_max
+    stored = kernels.params()[model]["in_sample"]["median_abs_pct"]
+    assert np.median(err) == pytest.approx(stored, abs=3.0)  # the slice is the sample the fit saw
+
+
+def test_leave_one_gpu_out_is_recorded_for_every_gpu() -> None:
+    # each mechanism predicts a GPU it was not fitted on within 40% median |error| (the issue's kernel check)
+    for model in ("moe", "gemm", "attention", "mla"):
+        logo = kernels.params()[model]["logo"]
+        assert {"h100-sxm", "b200-sxm", "rtx-pro-6000-server"} <= set(logo)
+        assert all(v["median_abs_pct"] < 40 for v in logo.values()), (model, logo)
+
+
+def test_refit_on_the_slice_recovers_the_shipped_parameters() -> None:
+    # refitting the GEMM model on its slice lands near the shipped fit (same rows, same loss)
+    c = slice_columns("gemm")
+    refit = fit_kernels.fit("gemm", c)
+    shipped = kernels.params()["gemm"]
+    for fmt, p in shipped["by_fmt"].items():
+        assert refit["by_fmt"][fmt]["e_bw"] == pytest.approx(p["e_bw"], rel=0.05), fmt
