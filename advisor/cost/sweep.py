@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,15 @@ class Case:
     invalid: str | None
     memory: MemoryFit | None
     source: str = ""
+    # plan_features per (hardware, settings): per-case Python work done once, when the case is built
+    _features: dict[tuple[str, str], dict[str, object]] = field(default_factory=dict, compare=False, repr=False)
+
+    def features(self, hw: HardwareProfile, settings: Settings) -> dict[str, object]:
+        """One row of `Features` for this case on `hw` under `settings` (cached)."""
+        key = (hw.id, settings.model_dump_json())
+        if key not in self._features:
+            self._features[key] = plan_features(self.arch, self.plan, hw, settings, self.weights, _memory(self))
+        return self._features[key]
 
     @property
     def runs(self) -> bool:
@@ -70,7 +79,10 @@ def make_case(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settin
     # TensorRT-LLM forms moe_tp x moe_ep = TP x DP (`Plan.moe_tp`)
     formable = plan.ep in (1, plan.tp * plan.dp) or (settings.engine == "trtllm" and invalid is None)
     mem = memory_fit(arch, plan, hw, settings, weights) if plan.gpus <= n and formable else None
-    return Case(arch=arch, plan=plan, weights=weights, invalid=invalid, memory=mem, source=source)
+    case = Case(arch=arch, plan=plan, weights=weights, invalid=invalid, memory=mem, source=source)
+    if case.runs:
+        case.features(hw, settings)
+    return case
 
 
 def all_cases(arch: ModelArch, hw: HardwareProfile, settings: Settings, gpus: int | None = None,
@@ -193,7 +205,7 @@ class Sweep:
 def evaluate(cases: list[Case], hw: HardwareProfile, settings: Settings, terms: Terms, concurrency: np.ndarray,
              input_len: np.ndarray, output_len: np.ndarray, calibrated: dict[str, Any] | None = None) -> Sweep:
     """One vectorised evaluation of runnable `cases` x `concurrency` x paired (input_len, output_len)."""
-    features = Features.stack([plan_features(c.arch, c.plan, hw, settings, c.weights, _memory(c)) for c in cases])
+    features = Features.stack([c.features(hw, settings) for c in cases])
     conc = np.asarray(concurrency, float)
     inp, outp = np.asarray(input_len, float), np.asarray(output_len, float)
     out = predict(features.grid(), hw, terms, settings.engine, settings.batched_tokens(hw.gpu.memory_bytes),
