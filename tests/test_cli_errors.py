@@ -92,8 +92,11 @@ def test_typer_is_pinned_to_the_tested_range() -> None:
 def _interrupt(args: list[str], tmp_path: Path, after_s: float) -> subprocess.CompletedProcess[str]:
     env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "PATH": "/usr/bin:/bin",
            "PYTHONPATH": str(REPO)}
+    # a runner started in the background (`cmd &`) ignores SIGINT, and Python keeps an ignored SIGINT ignored:
+    # restore the default in the child so that it gets its KeyboardInterrupt, as in a terminal
     p = subprocess.Popen([sys.executable, "-m", "advisor.cli", *args], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+                         stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(after_s)
     assert p.poll() is None, "the command ended before it could be interrupted: give it more work"
     p.send_signal(signal.SIGINT)
