@@ -48,7 +48,7 @@ def check(measurements: opt.Measurements, calibration: opt.Calibration = None, j
 
 def _terms(prep: Prepared, calibration: str | None, files: list[str]) -> tuple[dict[Any, Any], dict[Any, Any]]:
     """Terms and the `calibrated` note per (hardware, engine) bucket: the --calibration file for the bucket it was
-    fitted for, the shipped (or borrowed) calibration for the others."""
+    fitted for, the shipped pooled terms (own or engine-wide) for the others."""
     from pathlib import Path
 
     from advisor.calibrate.store import read_calibration, terms_for
