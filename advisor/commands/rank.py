@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 CSV_COLUMNS = ("rank", "model", "plan", "fits", "score", "ttft_ms", "tpot_ms", "per_user_tok_s", "output_tok_s",
                "collectives_per_step", "allreduce_bytes_per_token", "kv_cache_tokens", "bottleneck", "reason",
-               "command", "command_notes", "why")
+               "max_users_at_slo", "output_tok_s_at_slo", "binding_limit", "usd_per_mtok", "kwh_per_mtok", "replicas",
+               "node_output_tok_s", "command", "command_notes", "why")
 
 
 def rank(
@@ -31,10 +32,15 @@ def rank(
     ] = "latency",
     concurrency: opt.Concurrency = opt.DEFAULT_CONCURRENCY, input_len: opt.InputLen = opt.DEFAULT_INPUT_LEN,
     output_len: opt.OutputLen = opt.DEFAULT_OUTPUT_LEN,
-    max_tpot_ms: Annotated[float | None, typer.Option("--max-tpot-ms", min=0.001,
-                                                      help="goodput: TPOT limit (ms).")] = None,
-    max_ttft_ms: Annotated[float | None, typer.Option("--max-ttft-ms", min=0.001,
-                                                      help="goodput: TTFT limit (ms).")] = None,
+    max_tpot_ms: Annotated[float | None, typer.Option(
+        "--max-tpot-ms", min=0.001, help="TPOT target (ms): each plan's most users within it (and goodput's limit).")
+    ] = None,
+    max_ttft_ms: Annotated[float | None, typer.Option(
+        "--max-ttft-ms", min=0.001, help="TTFT target (ms): each plan's most users within it (and goodput's limit).")
+    ] = None,
+    gpu_hour_price: Annotated[float | None, typer.Option(
+        "--gpu-hour-price", min=0.0001, help="USD per GPU-hour: adds $ per million output tokens (no default price).")
+    ] = None,
     all_plans: Annotated[bool, typer.Option("--all-plans", help="List every valid plan of every model.")] = False,
     hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus = None, max_model_len: opt.MaxModelLen = None,
     kv_cache_dtype: opt.KvCacheDtype = "auto",
@@ -50,7 +56,8 @@ def rank(
     from advisor.decide.choose import rank as do_rank
     from advisor.decide.query import Query
 
-    q = Query(**_query(objective, concurrency, input_len, output_len, max_tpot_ms, max_ttft_ms))
+    q = Query(**_query(objective, concurrency, input_len, output_len, max_tpot_ms, max_ttft_ms),
+              gpu_hour_price=gpu_hour_price)
     if json_out and csv_out:
         raise AdvisorError("--json/--csv: choose one output form")
     if plot is not None and not plot.lower().endswith((".png", ".svg")):
@@ -106,8 +113,6 @@ def _query(objective: str, concurrency: int, input_len: int, output_len: int, ma
     if objective not in OBJECTIVES:
         raise AdvisorError(f"--objective: {objective!r} is not {', '.join(OBJECTIVES)}")
     limits = max_tpot_ms is not None or max_ttft_ms is not None
-    if objective != "goodput" and limits:
-        raise AdvisorError(f"--max-tpot-ms/--max-ttft-ms only apply to --objective goodput, not {objective}")
     if objective == "goodput" and not limits:
         raise AdvisorError("--objective goodput: needs --max-tpot-ms and/or --max-ttft-ms")
     obj: Objective = objective  # type: ignore[assignment]

@@ -10,7 +10,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from advisor.cost.prediction import Prediction
-from advisor.cost.sweep import Case, Sweep, all_cases, evaluate
+from advisor.cost.sweep import Case, Sweep, all_cases, evaluate, node_gpus
 from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
 from advisor.decide.command import Serving, serve_command
@@ -33,6 +33,15 @@ class RankedPlan(Prediction):
     command_notes: list[str]  # what the command needs beyond itself (a pre-quantized checkpoint) and how the GPU
     # runs the weight format
     why: str
+    # with --max-tpot-ms/--max-ttft-ms: the most users within them, the throughput there and the limit that binds
+    max_users_at_slo: int | None = None
+    output_tok_s_at_slo: float | None = None
+    binding_limit: str | None = None
+    # at the operating point (the SLO capacity when limits are given, else the scored workload)
+    usd_per_mtok: float | None = None  # with --gpu-hour-price
+    kwh_per_mtok: float | None = None  # upper bound: every GPU at its rated board power
+    replicas: int = 1  # copies of the plan the node holds side by side
+    node_output_tok_s: float | None = None  # replicas x the plan's tok/s at the operating point
 
 
 class Unranked(BaseModel):
@@ -91,7 +100,8 @@ def rank(resolved: list[Resolved], hw: HardwareProfile, settings: Settings, term
         idx = [i for i, c in enumerate(runnable) if c.arch.model == name]
         order = sorted(idx, key=lambda i: (not s.meets[i], -s.score[i], s.miss[i], runnable[i].plan.gpus))
         for i in order if all_plans else order[:1]:
-            rows.append(_row(sweep, i, int(grid[s.col[i]]), cases, settings, q, s, float(s.score[i])))
+            row = _row(sweep, i, int(grid[s.col[i]]), cases, settings, q, s, float(s.score[i]))
+            rows.append(row.model_copy(update=_capacity(sweep, i, q, settings, terms, node_gpus(hw, gpus))))
     rows.sort(key=lambda d: (not d.meets, -d.score, d.miss))
     ranked = tuple(r.model_copy(update={"rank": n}) for n, r in enumerate(rows, 1))
     return Ranking(rows=ranked, unranked=tuple(unfit), sweep=sweep, query=q, verdict=verdict(ranked, q),
@@ -153,3 +163,28 @@ def _row(sweep: Sweep, i: int, concurrency: int, cases: list[Case], settings: Se
     return RankedPlan(**dict(pred), rank=0, score=score, objective=q.objective, meets=meets,
                       miss=float(s.miss[i]), constraints=plan_constraints(case, cases, sweep.hw), command=cmd.command,
                       command_notes=list(cmd.notes), why=why(pred, case, None if meets else q))
+
+
+def _capacity(sweep: Sweep, i: int, q: Query, settings: Settings, terms: Terms, node: int) -> dict[str, Any]:
+    """Users at the SLO (when limits are asked), $ and kWh per million output tokens and replicas, at the
+    operating point: the SLO capacity when limits are asked, else the row's own workload."""
+    from advisor.decide.capacity import kwh_per_mtok, replicas, slo_capacity, usd_per_mtok
+
+    case = sweep.cases[i]
+    out: dict[str, Any] = {}
+    tok_s = float(sweep.out["output_tok_s"][i, int(np.searchsorted(sweep.concurrency, q.concurrency)), 0]) \
+        if q.objective == "throughput" else None
+    if q.max_tpot_ms is not None or q.max_ttft_ms is not None:
+        cap = slo_capacity(sweep, i, q, case, sweep.hw, settings, terms)
+        out.update(max_users_at_slo=cap.users, output_tok_s_at_slo=cap.output_tok_s, binding_limit=cap.binding)
+        tok_s = cap.output_tok_s
+    if tok_s is None:
+        s = _scores(sweep, sweep.concurrency, q)
+        tok_s = float(sweep.out["output_tok_s"][i, int(s.col[i]), 0])
+    gpus = case.plan.gpus
+    n = replicas(gpus, node)
+    if q.gpu_hour_price is not None:
+        out["usd_per_mtok"] = usd_per_mtok(tok_s, gpus, q.gpu_hour_price)
+    out.update(kwh_per_mtok=kwh_per_mtok(tok_s, gpus, sweep.hw.gpu.power_w), replicas=n,
+               node_output_tok_s=n * tok_s if tok_s > 0 else None)
+    return out

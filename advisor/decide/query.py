@@ -21,6 +21,7 @@ class Query(BaseModel):
     output_len: int = Field(1024, ge=1)
     max_tpot_ms: float | None = Field(None, gt=0)
     max_ttft_ms: float | None = Field(None, gt=0)
+    gpu_hour_price: float | None = Field(None, gt=0)  # USD per GPU-hour (no default: a price is the user's)
 
     def grid(self) -> tuple[int, ...]:
         return tuple(sorted(set(GRID) | {self.concurrency}))

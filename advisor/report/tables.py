@@ -14,7 +14,8 @@ from advisor.report.units import billions, gb, gib, kib, plural
 
 if TYPE_CHECKING:
     from advisor.cost.prediction import FitResult, Prediction
-    from advisor.decide.choose import Ranking
+    from advisor.decide.choose import RankedPlan, Ranking
+    from advisor.decide.query import Query
 
 
 LOG_LINES_MAX = 8  # plans whose start-up log lines `fit_table` prints
@@ -117,6 +118,9 @@ def rank_table(ranking: Ranking, hw: HardwareProfile) -> None:
     say_dropped(console, dropped)
     for d in rows:
         console.print(Text.assemble((f"{d.rank}. {d.model}", "bold"), f": {d.why}"))
+        capacity = capacity_line(d, q, hw)
+        if capacity:
+            console.print(Text(f"   capacity: {capacity}"))
         for note in d.constraints:
             console.print(Text(f"   - {note}"))
         if d.meets or d is rows[0]:
@@ -129,6 +133,27 @@ def rank_table(ranking: Ranking, hw: HardwareProfile) -> None:
         if line:
             console.print(Text(line))
     console.print(Text(f"calibrated: {calibration_line(rows[0].calibrated)}"))
+
+
+def capacity_line(d: RankedPlan, q: Query, hw: HardwareProfile) -> str:
+    """Users at the SLO, the cost and energy of a million output tokens there, and replicas on the node."""
+    parts = []
+    if d.max_users_at_slo is not None:
+        if d.max_users_at_slo == 0:
+            parts.append(f"not one user within {q.limits()} ({d.binding_limit} binds)")
+        else:
+            bind = f"{d.binding_limit} binds" if d.binding_limit in ("TPOT", "TTFT") else d.binding_limit
+            parts.append(f"{d.max_users_at_slo:,} users within {q.limits()} ({bind}), "
+                         f"{d.output_tok_s_at_slo or 0:,.0f} tok/s there")
+    where = "there" if d.max_users_at_slo else "at this workload"
+    if d.usd_per_mtok is not None:
+        parts.append(f"${d.usd_per_mtok:,.2f} per million output tokens {where} at ${q.gpu_hour_price:g}/GPU-hour")
+    if d.kwh_per_mtok is not None:
+        parts.append(f"{d.kwh_per_mtok:,.2f} kWh per million output tokens (upper bound: {d.plan.gpus} x "
+                     f"{hw.gpu.power_w:g} W board power)")
+    if d.replicas > 1 and d.node_output_tok_s:
+        parts.append(f"{d.replicas} replicas of {d.plan.label} fit the node: {d.node_output_tok_s:,.0f} tok/s in all")
+    return "; ".join(parts)
 
 
 def calibration_line(cal: dict[str, Any]) -> str:
