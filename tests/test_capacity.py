@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import assert_one_line
 
 from advisor.catalog import lookup
 from advisor.cost.plan import Plan
@@ -122,3 +123,28 @@ def test_a_bad_price_is_refused_naming_the_flag(advisor, price: str) -> None:
     r = advisor("rank", MINIMAX, "--gpu-hour-price", price)
     assert r.code == 2 and "Traceback" not in r.err
     assert "--gpu-hour-price" in r.err.strip().splitlines()[-1]
+
+
+def test_boxes_side_by_side_ranked_jointly_by_cost(advisor) -> None:
+    # "which box for Kimi-K2.5 at 64 users under 50 ms TPOT": one row per box, each priced at its own rate, ranked
+    # by $/Mtok among the rows that meet the target
+    args = (KIMI, "--hw", RTX, "--hw", "h200-sxm", "--objective", "goodput", "--concurrency", "64",
+            "--max-tpot-ms", "50", "--gpu-hour-price", "1.5", "--gpu-hour-price", "3.5")
+    rows = _rank(advisor, *args)
+    assert {d["hardware"] for d in rows} == {RTX, "h200-sxm"}
+    price = {RTX: 1.5, "h200-sxm": 3.5}
+    for d in rows:
+        assert d["gpu_hour_price"] == price[d["hardware"]]
+        assert d["usd_per_mtok"] == pytest.approx(price[d["hardware"]] * d["plan"]["gpus"]
+                                                  / (d["output_tok_s_at_slo"] * 3600) * 1e6, rel=1e-9)
+    meeting = [d for d in rows if d["meets"]]
+    assert [d["usd_per_mtok"] for d in meeting] == sorted(d["usd_per_mtok"] for d in meeting)
+    assert [d["rank"] for d in rows] == list(range(1, len(rows) + 1))
+    out = advisor("rank", *args).out
+    assert f"{KIMI} on h200-sxm" in " ".join(out.split())
+
+
+def test_one_price_per_box_or_one_for_all(advisor) -> None:
+    r = advisor("rank", KIMI, "--hw", RTX, "--hw", "h200-sxm", "--gpu-hour-price", "1", "--gpu-hour-price", "2",
+                "--gpu-hour-price", "3")
+    assert_one_line(r, "--gpu-hour-price", "one per --hw (2), not 3")

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from advisor.decide.query import Objective, Query
     from advisor.resolve import Resolved
 
-CSV_COLUMNS = ("rank", "model", "plan", "fits", "score", "ttft_ms", "tpot_ms", "per_user_tok_s", "output_tok_s",
+CSV_COLUMNS = ("rank", "model", "hardware", "plan", "fits", "score", "ttft_ms", "tpot_ms", "per_user_tok_s",
+               "output_tok_s",
                "collectives_per_step", "allreduce_bytes_per_token", "kv_cache_tokens", "bottleneck", "reason",
                "max_users_at_slo", "output_tok_s_at_slo", "binding_limit", "usd_per_mtok", "kwh_per_mtok", "replicas",
                "node_output_tok_s", "command", "command_notes", "why")
@@ -38,11 +39,12 @@ def rank(
     max_ttft_ms: Annotated[float | None, typer.Option(
         "--max-ttft-ms", min=0.001, help="TTFT target (ms): each plan's most users within it (and goodput's limit).")
     ] = None,
-    gpu_hour_price: Annotated[float | None, typer.Option(
-        "--gpu-hour-price", min=0.0001, help="USD per GPU-hour: adds $ per million output tokens (no default price).")
+    gpu_hour_price: Annotated[list[float] | None, typer.Option(
+        "--gpu-hour-price", min=0.0001, help="USD per GPU-hour: adds $ per million output tokens (no default price); "
+                                             "once for every --hw, or once per --hw in the same order.")
     ] = None,
     all_plans: Annotated[bool, typer.Option("--all-plans", help="List every valid plan of every model.")] = False,
-    hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus = None, max_model_len: opt.MaxModelLen = None,
+    hw: opt.HwMany = None, gpus: opt.Gpus = None, max_model_len: opt.MaxModelLen = None,
     kv_cache_dtype: opt.KvCacheDtype = "auto",
     gpu_memory_utilization: opt.GpuMemoryUtilization = None,
     weight_dtype: opt.WeightDtypeOpt = None, engine: opt.EngineOpt = "vllm", engine_version: opt.EngineVersion = None,
@@ -53,21 +55,32 @@ def rank(
 ) -> None:
     """Rank models (and their best parallel plan) on this box; explain why; print the command to run."""
     from advisor.calibrate.store import terms_for
+    from advisor.decide.choose import joint
     from advisor.decide.choose import rank as do_rank
     from advisor.decide.query import Query
 
-    q = Query(**_query(objective, concurrency, input_len, output_len, max_tpot_ms, max_ttft_ms),
-              gpu_hour_price=gpu_hour_price)
+    q = Query(**_query(objective, concurrency, input_len, output_len, max_tpot_ms, max_ttft_ms))
     if json_out and csv_out:
         raise AdvisorError("--json/--csv: choose one output form")
     if plot is not None and not plot.lower().endswith((".png", ".svg")):
         raise AdvisorError(f"--plot: {plot}: give a .png or .svg file name")
-    profile = opt.hardware(hw, gpus)
+    boxes = list(dict.fromkeys(hw or [opt.DEFAULT_HW]))
+    if plot is not None and len(boxes) > 1:
+        raise AdvisorError("--plot: draws one box; give one --hw")
     settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine,
                             input_len + output_len, engine_version)
     good, unknown = _candidates(models, q, max_model_len)
-    terms, calibrated = terms_for(profile, engine, calibration)
-    ranking = do_rank(good, profile, settings, terms, q, calibrated, gpus, all_plans)
+    prices = gpu_hour_price or []
+    if len(prices) not in (0, 1, len(boxes)):
+        raise AdvisorError(f"--gpu-hour-price: give one price, or one per --hw ({len(boxes)}), not {len(prices)}")
+    rankings = []
+    for j, box in enumerate(boxes):
+        profile = opt.hardware(box, gpus)
+        terms, calibrated = terms_for(profile, engine, calibration)
+        price = prices[j] if len(prices) == len(boxes) else (prices[0] if prices else None)
+        rankings.append(do_rank(good, profile, settings, terms, q.model_copy(update={"gpu_hour_price": price}),
+                                calibrated, gpus, all_plans))
+    ranking = rankings[0] if len(rankings) == 1 else joint(rankings)
     ranking = replace(ranking, unranked=ranking.unranked + tuple(unknown))
     if not ranking.rows:
         why = "; ".join(d.reason if d.reason.startswith(d.model) else f"{d.model}: {d.reason}"
@@ -82,7 +95,7 @@ def rank(
         return
     from advisor.report.tables import rank_table
 
-    emit([*ranking.rows, *ranking.unranked], json_out, lambda _: rank_table(ranking, profile))
+    emit([*ranking.rows, *ranking.unranked], json_out, lambda _: rank_table(ranking, profile, boxes=len(boxes) > 1))
 
 
 def _candidates(models: list[str] | None, q: Query, max_model_len: int | None

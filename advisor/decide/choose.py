@@ -38,6 +38,7 @@ class RankedPlan(Prediction):
     output_tok_s_at_slo: float | None = None
     binding_limit: str | None = None
     # at the operating point (the SLO capacity when limits are given, else the scored workload)
+    gpu_hour_price: float | None = None  # USD per GPU-hour of this row's box (--gpu-hour-price)
     usd_per_mtok: float | None = None  # with --gpu-hour-price
     kwh_per_mtok: float | None = None  # upper bound: every GPU at its rated board power
     replicas: int = 1  # copies of the plan the node holds side by side
@@ -184,7 +185,24 @@ def _capacity(sweep: Sweep, i: int, q: Query, settings: Settings, terms: Terms, 
     gpus = case.plan.gpus
     n = replicas(gpus, node)
     if q.gpu_hour_price is not None:
-        out["usd_per_mtok"] = usd_per_mtok(tok_s, gpus, q.gpu_hour_price)
+        out.update(gpu_hour_price=q.gpu_hour_price, usd_per_mtok=usd_per_mtok(tok_s, gpus, q.gpu_hour_price))
     out.update(kwh_per_mtok=kwh_per_mtok(tok_s, gpus, sweep.hw.gpu.power_w), replicas=n,
                node_output_tok_s=n * tok_s if tok_s > 0 else None)
     return out
+
+
+def joint(rankings: list[Ranking]) -> Ranking:
+    """(model, box, plan) ranked together across boxes: every box's rows by the same rule as one box's, with
+    $/Mtok deciding ties of meeting the limits when a price is given (cheaper first). The sweep and the
+    comparison are the first box's; a model that runs on no box is listed once."""
+    q = rankings[0].query
+    rows = [r for rk in rankings for r in rk.rows]
+    if all(r.usd_per_mtok is not None for r in rows) and q.objective != "latency":
+        rows.sort(key=lambda d: (not d.meets, d.usd_per_mtok if d.usd_per_mtok is not None else np.inf, -d.score))
+    else:
+        rows.sort(key=lambda d: (not d.meets, -d.score, d.miss))
+    ranked = tuple(r.model_copy(update={"rank": n}) for n, r in enumerate(rows, 1))
+    ranked_models = {r.model for r in ranked}
+    unranked = {u.model: u for rk in rankings for u in rk.unranked if u.model not in ranked_models}
+    return Ranking(rows=ranked, unranked=tuple(unranked.values()), sweep=rankings[0].sweep, query=q,
+                   verdict=verdict(ranked, q), comparison=compare(ranked[0], ranked[1], q) if len(ranked) > 1 else None)

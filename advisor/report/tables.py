@@ -104,21 +104,28 @@ RANK_COLS = (Col("#", 10, right=True), Col("model", 10, fold=True), Col("plan", 
              Col("bound by", 4))
 
 
-def rank_table(ranking: Ranking, hw: HardwareProfile) -> None:
+def rank_table(ranking: Ranking, hw: HardwareProfile, boxes: bool = False) -> None:
+    """The ranking as a table, then per row why, capacity, constraints and the command; `boxes`: rows come from
+    several hardware profiles (each row says which)."""
+    from advisor.hardware import load_profile
+
     q, rows, tail = ranking.query, ranking.rows, ranking.unranked
     console = Console()
-    cells = [[str(d.rank), d.model, d.plan.label, f"{d.workload.concurrency:,}", f"{d.ttft_ms:,.0f}",
+    cells = [[str(d.rank), f"{d.model} on {d.hardware}" if boxes else d.model, d.plan.label,
+              f"{d.workload.concurrency:,}", f"{d.ttft_ms:,.0f}",
               f"{d.tpot_ms:,.1f}", f"{d.per_user_tok_s:,.0f} / {d.output_tok_s:,.0f}", _count(d.kv_cache_tokens),
               str(d.collectives_per_step), f"{(d.allreduce_bytes_per_token or 0) / 1e6:.2f}", d.bottleneck or ""]
              for d in rows]
     cells += [["-", u.model, *["-"] * 8, "does not run" if u.found else "not found"] for u in tail]
-    title = f"Ranked by {q.describe()} on {hw.name} ({q.input_len:,} in / {q.output_len:,} out)"
+    where = "several boxes" if boxes else hw.name
+    title = f"Ranked by {q.describe()} on {where} ({q.input_len:,} in / {q.output_len:,} out)"
     table, dropped = fitted_table(console, title, RANK_COLS, cells)
     console.print(table)
     say_dropped(console, dropped)
     for d in rows:
-        console.print(Text.assemble((f"{d.rank}. {d.model}", "bold"), f": {d.why}"))
-        capacity = capacity_line(d, q, hw)
+        console.print(Text.assemble((f"{d.rank}. {d.model}" + (f" on {d.hardware}" if boxes else ""), "bold"),
+                                    f": {d.why}"))
+        capacity = capacity_line(d, q, load_profile(d.hardware) if boxes else hw)
         if capacity:
             console.print(Text(f"   capacity: {capacity}"))
         for note in d.constraints:
@@ -132,7 +139,11 @@ def rank_table(ranking: Ranking, hw: HardwareProfile) -> None:
     for line in (ranking.verdict, ranking.comparison):
         if line:
             console.print(Text(line))
-    console.print(Text(f"calibrated: {calibration_line(rows[0].calibrated)}"))
+    seen = set()
+    for d in rows:  # one line per box
+        if d.hardware not in seen:
+            seen.add(d.hardware)
+            console.print(Text(f"calibrated{f' ({d.hardware})' if boxes else ''}: {calibration_line(d.calibrated)}"))
 
 
 def capacity_line(d: RankedPlan, q: Query, hw: HardwareProfile) -> str:
@@ -147,7 +158,7 @@ def capacity_line(d: RankedPlan, q: Query, hw: HardwareProfile) -> str:
                          f"{d.output_tok_s_at_slo or 0:,.0f} tok/s there")
     where = "there" if d.max_users_at_slo else "at this workload"
     if d.usd_per_mtok is not None:
-        parts.append(f"${d.usd_per_mtok:,.2f} per million output tokens {where} at ${q.gpu_hour_price:g}/GPU-hour")
+        parts.append(f"${d.usd_per_mtok:,.2f} per million output tokens {where} at ${d.gpu_hour_price:g}/GPU-hour")
     if d.kwh_per_mtok is not None:
         parts.append(f"{d.kwh_per_mtok:,.2f} kWh per million output tokens (upper bound: {d.plan.gpus} x "
                      f"{hw.gpu.power_w:g} W board power)")
