@@ -135,8 +135,10 @@ def test_boxes_side_by_side_ranked_jointly_by_cost(advisor) -> None:
     price = {RTX: 1.5, "h200-sxm": 3.5}
     for d in rows:
         assert d["gpu_hour_price"] == price[d["hardware"]]
+        # goodput: priced at its scored point (the best tok/s within the target, up to 64 users)
+        assert d["workload"]["concurrency"] <= 64
         assert d["usd_per_mtok"] == pytest.approx(price[d["hardware"]] * d["plan"]["gpus"]
-                                                  / (d["output_tok_s_at_slo"] * 3600) * 1e6, rel=1e-9)
+                                                  / (d["output_tok_s"] * 3600) * 1e6, rel=1e-9)
     meeting = [d for d in rows if d["meets"]]
     assert [d["usd_per_mtok"] for d in meeting] == sorted(d["usd_per_mtok"] for d in meeting)
     assert [d["rank"] for d in rows] == list(range(1, len(rows) + 1))
@@ -148,3 +150,14 @@ def test_one_price_per_box_or_one_for_all(advisor) -> None:
     r = advisor("rank", KIMI, "--hw", RTX, "--hw", "h200-sxm", "--gpu-hour-price", "1", "--gpu-hour-price", "2",
                 "--gpu-hour-price", "3")
     assert_one_line(r, "--gpu-hour-price", "one per --hw (2), not 3")
+
+
+def test_readme_capacity_block_is_current(advisor) -> None:
+    # scripts/capacity_examples.py writes it; a physics or catalog change that moves these numbers must regenerate it
+    from conftest import REPO
+
+    block = (REPO / "README.md").read_text().split("<!-- capacity:start -->")[1].split("<!-- capacity:end -->")[0]
+    for d in _rank(advisor, MINIMAX, KIMI, "--max-tpot-ms", "50", "--gpu-hour-price", "2"):
+        assert (f"| {d['model']} | {d['plan']['label']} | {d['max_users_at_slo']:,} | {d['binding_limit']} | "
+                f"{d['output_tok_s_at_slo']:,.0f} | {d['usd_per_mtok']:.2f} | {d['kwh_per_mtok']:.2f} |") in block
+    assert (REPO / "docs" / "pareto_case_study.png").read_bytes()[:4] == b"\x89PNG"

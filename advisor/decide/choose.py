@@ -168,18 +168,18 @@ def _row(sweep: Sweep, i: int, concurrency: int, cases: list[Case], settings: Se
 
 def _capacity(sweep: Sweep, i: int, q: Query, settings: Settings, terms: Terms, node: int) -> dict[str, Any]:
     """Users at the SLO (when limits are asked), $ and kWh per million output tokens and replicas, at the
-    operating point: the SLO capacity when limits are asked, else the row's own workload."""
+    operating point: the row's scored workload, or (latency objective with limits) the most users within them."""
     from advisor.decide.capacity import kwh_per_mtok, replicas, slo_capacity, usd_per_mtok
 
     case = sweep.cases[i]
     out: dict[str, Any] = {}
-    tok_s = float(sweep.out["output_tok_s"][i, int(np.searchsorted(sweep.concurrency, q.concurrency)), 0]) \
-        if q.objective == "throughput" else None
+    tok_s: float | None = None
     if q.max_tpot_ms is not None or q.max_ttft_ms is not None:
         cap = slo_capacity(sweep, i, q, case, sweep.hw, settings, terms)
         out.update(max_users_at_slo=cap.users, output_tok_s_at_slo=cap.output_tok_s, binding_limit=cap.binding)
-        tok_s = cap.output_tok_s
-    if tok_s is None:
+        if q.objective == "latency":  # no load asked: the operating point is the most users within the targets
+            tok_s = cap.output_tok_s
+    if tok_s is None:  # the scored point: --concurrency (throughput), the best within the limits (goodput)
         s = _scores(sweep, sweep.concurrency, q)
         tok_s = float(sweep.out["output_tok_s"][i, int(s.col[i]), 0])
     gpus = case.plan.gpus

@@ -156,7 +156,7 @@ def capacity_line(d: RankedPlan, q: Query, hw: HardwareProfile) -> str:
             bind = f"{d.binding_limit} binds" if d.binding_limit in ("TPOT", "TTFT") else d.binding_limit
             parts.append(f"{d.max_users_at_slo:,} users within {q.limits()} ({bind}), "
                          f"{d.output_tok_s_at_slo or 0:,.0f} tok/s there")
-    where = "there" if d.max_users_at_slo else "at this workload"
+    where = "there" if d.max_users_at_slo and q.objective == "latency" else "at this workload"
     if d.usd_per_mtok is not None:
         parts.append(f"${d.usd_per_mtok:,.2f} per million output tokens {where} at ${d.gpu_hour_price:g}/GPU-hour")
     if d.kwh_per_mtok is not None:
