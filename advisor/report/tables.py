@@ -98,7 +98,8 @@ def predict_panel(d: Prediction) -> None:
     console.print(f"  calibrated: {calibration_line(d.calibrated)}")
 
 
-RANK_COLS = (Col("#", 10, right=True), Col("model", 10, fold=True), Col("plan", 9), Col("users", 7, right=True),
+RANK_COLS = (Col("#", 10, right=True), Col("model", 10, fold=True), Col("quality", 8, right=True), Col("plan", 9),
+             Col("users", 7, right=True),
              Col("TTFT ms", 6, right=True), Col("TPOT ms", 8, right=True), Col("tok/s user / total", 9, right=True),
              Col("KV tokens", 3, right=True), Col("coll/step", 2, right=True), Col("MB/tok", 1, right=True),
              Col("bound by", 4))
@@ -111,14 +112,17 @@ def rank_table(ranking: Ranking, hw: HardwareProfile, boxes: bool = False) -> No
 
     q, rows, tail = ranking.query, ranking.rows, ranking.unranked
     console = Console()
-    cells = [[str(d.rank), f"{d.model} on {d.hardware}" if boxes else d.model, d.plan.label,
+    cells = [[str(d.rank), f"{d.model} on {d.hardware}" if boxes else d.model,
+              _quality_cell(d),
+              d.plan.label,
               f"{d.workload.concurrency:,}", f"{d.ttft_ms:,.0f}",
               f"{d.tpot_ms:,.1f}", f"{d.per_user_tok_s:,.0f} / {d.output_tok_s:,.0f}", _count(d.kv_cache_tokens),
               str(d.collectives_per_step), f"{(d.allreduce_bytes_per_token or 0) / 1e6:.2f}", d.bottleneck or ""]
              for d in rows]
-    cells += [["-", u.model, *["-"] * 8, "does not run" if u.found else "not found"] for u in tail]
+    cells += [["-", u.model, *["-"] * 9, "does not run" if u.found else "not found"] for u in tail]
     where = "several boxes" if boxes else hw.name
-    title = f"Ranked by {q.describe()} on {where} ({q.input_len:,} in / {q.output_len:,} out)"
+    title = (f"Ranked by {q.describe()} on {where} ({q.input_len:,} in / {q.output_len:,} out); quality: "
+             f"{q.quality_scale}")
     table, dropped = fitted_table(console, title, RANK_COLS, cells)
     console.print(table)
     say_dropped(console, dropped)
@@ -144,6 +148,12 @@ def rank_table(ranking: Ranking, hw: HardwareProfile, boxes: bool = False) -> No
         if d.hardware not in seen:
             seen.add(d.hardware)
             console.print(Text(f"calibrated{f' ({d.hardware})' if boxes else ''}: {calibration_line(d.calibrated)}"))
+
+
+def _quality_cell(d: RankedPlan) -> str:
+    if d.quality is None:
+        return "unknown"
+    return f"{d.quality:g}" + (f" ±{d.quality_ci95:g}" if d.quality_ci95 else "")
 
 
 def capacity_line(d: RankedPlan, q: Query, hw: HardwareProfile) -> str:
