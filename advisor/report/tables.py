@@ -45,6 +45,23 @@ def inspect_table(docs: list[dict[str, Any]]) -> None:
     for d in docs:
         if " (" in d["source"]:
             console.print(Text(f"{d['model']}: answered from the bundled catalog ({d['source'].split(' (', 1)[1]}"))
+    for d in docs:
+        _quality_lines(console, d)
+
+
+def _quality_lines(console: Console, d: dict[str, Any]) -> None:
+    """A model's published quality scores, each with its source and kind; "unknown" when there is none."""
+    facts = d.get("quality") or []
+    if not facts:
+        console.print(Text(f"{d['model']} quality: unknown (no published score in advisor/quality/quality.csv)"))
+        return
+    whose = f" (scores of {d['quality_scored_as']}: {d['quality_note']})" if d.get("quality_note") else ""
+    console.print(Text(f"{d['model']} quality{whose}:"))
+    for f in sorted(facts, key=lambda f: (not f["default_scale"], f["benchmark"])):
+        ci = f" ±{f['ci95']:g}" if f["ci95"] else ""
+        mark = " [default scale]" if f["default_scale"] else ""
+        console.print(Text(f"   {f['benchmark']}{mark}: {f['score']:g}{ci} {f['unit']} ({f['kind']}"
+                           f"{', ' + f['date'] if f['date'] else ''}); source: {f['source']}"))
 
 
 def fit_table(docs: list[FitResult], hw: HardwareProfile) -> None:
