@@ -151,8 +151,11 @@ def quality_tradeoff(rows: Sequence[Any], q: Query) -> str | None:
         pass
     elif faster:
         f = faster[0]  # ok is in quality order: the first that doubles is the cheapest in quality
-        parts.append(f"2x the throughput ({f.output_tok_s:,.0f} tok/s) costs {best.quality - f.quality:g} quality "
-                     f"points: {f.model} ({_q(f)})")
+        gap = best.quality - f.quality
+        blur = (" (within the two scores' published 95% intervals: not distinguishable)"
+                if best.quality_ci95 and f.quality_ci95 and abs(gap) <= best.quality_ci95 + f.quality_ci95 else "")
+        parts.append(f"2x the throughput ({f.output_tok_s:,.0f} tok/s) costs {gap:g} quality points{blur}: "
+                     f"{f.model} ({_q(f)})")
     else:
         parts.append("no model within the targets serves 2x its throughput")
     return "; ".join(parts)
