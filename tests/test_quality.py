@@ -144,3 +144,13 @@ def test_quality_figure(advisor, tmp_path: Path) -> None:
                 "--concurrency", "16", "--plot", str(png))
     assert r.code == 0, r.err
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_readme_quality_block_is_current(advisor) -> None:
+    # scripts/quality_examples.py writes it: a change that moves these rows must regenerate it
+    block = (REPO / "README.md").read_text().split("<!-- quality:start -->")[1].split("<!-- quality:end -->")[0]
+    rows = [d for d in _rank(advisor, MINIMAX, KIMI, KIMI_FP4, "--objective", "best-under-slo", "--max-tpot-ms",
+                             "50", "--concurrency", "16") if d["rank"]]
+    for d in rows:
+        assert f"| {d['rank']} | {d['model']} | " in block and f"| {d['output_tok_s']:,.0f} |" in block
+    assert (REPO / "docs" / "quality_catalog.png").read_bytes()[:4] == b"\x89PNG"
