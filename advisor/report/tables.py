@@ -115,7 +115,7 @@ def predict_panel(d: Prediction) -> None:
     console.print(f"  calibrated: {calibration_line(d.calibrated)}")
 
 
-RANK_COLS = (Col("#", 10, right=True), Col("model", 10, fold=True), Col("quality", 8, right=True), Col("plan", 9),
+RANK_COLS = (Col("#", 10, right=True), Col("model", 10, fold=True), Col("quality", 5, right=True), Col("plan", 9),
              Col("users", 7, right=True),
              Col("TTFT ms", 6, right=True), Col("TPOT ms", 8, right=True), Col("tok/s user / total", 9, right=True),
              Col("KV tokens", 3, right=True), Col("coll/step", 2, right=True), Col("MB/tok", 1, right=True),
@@ -140,7 +140,10 @@ def rank_table(ranking: Ranking, hw: HardwareProfile, boxes: bool = False) -> No
     where = "several boxes" if boxes else hw.name
     title = (f"Ranked by {q.describe()} on {where} ({q.input_len:,} in / {q.output_len:,} out); quality: "
              f"{q.quality_scale}")
-    table, dropped = fitted_table(console, title, RANK_COLS, cells)
+    # quality is what best-under-slo ranks on: kept before the speed columns there
+    cols = tuple(Col(c.header, 9, c.fold, c.right) if c.header == "quality" and q.objective == "best-under-slo"
+                 else c for c in RANK_COLS)
+    table, dropped = fitted_table(console, title, cols, cells)
     console.print(table)
     say_dropped(console, dropped)
     for d in rows:
