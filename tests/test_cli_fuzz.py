@@ -28,7 +28,7 @@ MODELS = ["MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5", "Qwen/Qwen3-32B", "Q
           str(REPO / "tests" / "data" / "configs" / "Qwen--Qwen3-32B.json"), str(FIX / "configs" / "zephyr_moe.json")]
 FILES = [str(CASE_STUDY), str(FIX / "bench" / "mixed_rows.csv"), str(FIX / "bench" / "vllm_bench_serve.json"),
          str(FIX / "bench" / "vllm_bench_append.jsonl"), str(REPO / "README.md"), str(REPO / "tests")]
-POSITIONAL = {"inspect": MODELS, "fit": MODELS, "predict": MODELS, "rank": MODELS, "check": FILES,
+POSITIONAL = {"inspect": MODELS, "fit": MODELS, "predict": MODELS, "rank": MODELS, "pareto": MODELS, "check": FILES,
               "calibrate": FILES, "hw show": ["rtx-pro-6000-server", "h100-sxm", "nope", str(REPO / "hwprofiles")],
               "hw import-topo": [str(p) for p in (FIX / "topo").iterdir()] + [str(FIX / "nccl")],
               "hw import-nccl": [str(p) for p in (FIX / "nccl").iterdir()] + [str(FIX / "topo" / "hgx_nvswitch.txt")],
@@ -36,12 +36,15 @@ POSITIONAL = {"inspect": MODELS, "fit": MODELS, "predict": MODELS, "rank": MODEL
 INTS = ["1", "2", "4", "8", "3", "0", "-2", "64", "1024", "abc", "1.5", "99999999999999999999"]
 FLOATS = ["0.9", "0.5", "1", "0", "1.5", "-1", "nan", "inf", "0.001", "30", "1e308"]
 TEXT = {"--hw": ["rtx-pro-6000-server", "h100-sxm", "b200-sxm", "nope", str(REPO / "hwprofiles" / "l40s.toml")],
-        "--engine": ["vllm", "sglang", "trtllm", "tgi"], "--objective": ["latency", "throughput", "goodput", "x"],
+        "--engine": ["vllm", "sglang", "trtllm", "tgi"],
+        "--objective": ["latency", "throughput", "goodput", "best-under-slo", "x"],
+        "--quality": ["GPQA Diamond", "LMArena", "AA", "nope"],
+        "--quality-file": [str(REPO / "advisor" / "quality" / "quality.csv"), str(CASE_STUDY), "/nonexistent.csv"],
         "--kv-cache-dtype": ["auto", "fp8", "bf16", "int3"], "--weight-dtype": ["fp8", "nvfp4", "int4", "mxfp4",
                                                                                   "bf16", "fp3"],
         "--model": MODELS[:3], "--op": ["allreduce", "alltoall", "allgather", "broadcast", ""],
-        "--calibration": [str(REPO / "advisor" / "calibrations" / "rtx-pro-6000-server--vllm.json"),
-                          str(REPO / "advisor" / "calibrations" / "h100-sxm--sglang.json"), str(CASE_STUDY)]}
+        "--calibration": [str(REPO / "advisor" / "calibrations" / "vllm.json"),
+                          str(REPO / "advisor" / "calibrations" / "sglang.json"), str(CASE_STUDY)]}
 
 
 def _commands() -> dict[str, Any]:
@@ -120,8 +123,8 @@ def _run(args: list[str]) -> tuple[int, str]:
     return code, out.getvalue() + err.getvalue()
 
 
-EXAMPLES = {"rank": 60, "predict": 80, "fit": 60, "inspect": 80, "check": 60, "calibrate": 40, "hw show": 60,
-            "hw list": 10, "hw import-topo": 60, "hw import-nccl": 60}  # ~20 s in all
+EXAMPLES = {"rank": 60, "pareto": 30, "predict": 80, "fit": 60, "inspect": 80, "check": 60, "calibrate": 40,
+            "hw show": 60, "hw list": 10, "hw import-topo": 60, "hw import-nccl": 60}  # ~20 s in all
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

@@ -136,8 +136,8 @@ def test_all_unknown_is_exit_2(hf_home: Path) -> None:
     assert "no-such-org/b" in r.stderr
 
 
-def test_tpot_limit_needs_goodput(hf_home: Path) -> None:
-    assert_one_line_error(run(hf_home, "rank", MINIMAX, KIMI, "--max-tpot-ms", "50"), "--max-tpot-ms")
+def test_goodput_needs_a_limit(hf_home: Path) -> None:
+    assert_one_line_error(run(hf_home, "rank", MINIMAX, KIMI, "--objective", "goodput"), "--max-tpot-ms")
 
 
 @pytest.mark.parametrize("limit", [20.0, 50.0])

@@ -7,8 +7,9 @@ import typer
 
 
 def register_all(app: typer.Typer) -> None:
-    from advisor.commands import calibrate, check, fit, hw, inspect, predict, rank
+    from advisor.commands import calibrate, check, fit, hw, inspect, pareto, predict, rank
 
-    for command in (inspect.inspect, fit.fit, predict.predict, rank.rank, check.check, calibrate.calibrate):
+    for command in (inspect.inspect, fit.fit, predict.predict, rank.rank, pareto.pareto, check.check,
+                    calibrate.calibrate):
         app.command()(command)
     app.add_typer(hw.hw_app, name="hw")

@@ -26,6 +26,7 @@ def inspect_doc(r: Resolved) -> dict[str, Any]:
     """The `inspect --json` object of one model."""
     from advisor.cost.collectives import allreduce_summary, step_collectives
     from advisor.cost.plan import Plan
+    from advisor.quality.facts import DEFAULT_SCALE, for_model, variants
 
     a = r.arch
     moe = None
@@ -55,4 +56,9 @@ def inspect_doc(r: Resolved) -> dict[str, Any]:
         # what the Hub's safetensors headers count (packed 4-bit formats count packed elements; MTP and
         # vision included): a cross-check of total_params, null unless read from the Hub
         "checkpoint_elements_by_dtype": r.safetensors_params,
+        # published quality scores with their sources (advisor/quality); empty: none found, never estimated
+        "quality": [{**f.model_dump(), "ci95": f.ci95, "default_scale": f.benchmark == DEFAULT_SCALE}
+                    for f in for_model(a.model, DEFAULT_SCALE)],
+        "quality_scored_as": variants().get(a.model, (a.model, ""))[0],
+        "quality_note": variants().get(a.model, ("", ""))[1] or None,
     }

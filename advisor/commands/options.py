@@ -35,6 +35,9 @@ Model = Annotated[str, typer.Argument(
     help="ORG/NAME[@REVISION] (Hub, then the bundled catalog), a folder with config.json, or a config file.",
     show_default=False)]
 Hw = Annotated[str, typer.Option("--hw", help="Hardware profile id (`advisor hw list`) or a profile .toml path.")]
+HwMany = Annotated[list[str] | None, typer.Option(
+    "--hw", help="Hardware profile id (`advisor hw list`) or a profile .toml path; repeat it to rank (model, box, "
+                 "plan) across boxes.")]
 Gpus = Annotated[int | None, typer.Option("--gpus", min=1, help="Use only N GPUs of the node (placed by topology).")]
 Tp = Annotated[int | None, typer.Option("--tp", min=1, help="Tensor-parallel size.")]
 Pp = Annotated[int | None, typer.Option("--pp", min=1, help="Pipeline-parallel size.")]

@@ -18,25 +18,43 @@ if TYPE_CHECKING:
     from advisor.decide.query import Objective, Query
     from advisor.resolve import Resolved
 
-CSV_COLUMNS = ("rank", "model", "plan", "fits", "score", "ttft_ms", "tpot_ms", "per_user_tok_s", "output_tok_s",
+CSV_COLUMNS = ("rank", "model", "hardware", "plan", "fits", "score", "quality", "quality_benchmark", "quality_source",
+               "ttft_ms", "tpot_ms", "per_user_tok_s", "output_tok_s",
                "collectives_per_step", "allreduce_bytes_per_token", "kv_cache_tokens", "bottleneck", "reason",
-               "command", "command_notes", "why")
+               "max_users_at_slo", "output_tok_s_at_slo", "binding_limit", "usd_per_mtok", "kwh_per_mtok", "replicas",
+               "node_output_tok_s", "command", "command_notes", "why")
 
 
 def rank(
     models: opt.Models = None,
     objective: Annotated[str, typer.Option(
-        "--objective", help="latency (one user's tok/s), throughput (total tok/s at --concurrency) or goodput "
-                            "(total tok/s within --max-tpot-ms/--max-ttft-ms, up to --concurrency users).")
+        "--objective", help="latency (one user's tok/s), throughput (total tok/s at --concurrency), goodput "
+                            "(total tok/s within --max-tpot-ms/--max-ttft-ms, up to --concurrency users) or "
+                            "best-under-slo (the highest-quality model within the targets at --concurrency users).")
     ] = "latency",
     concurrency: opt.Concurrency = opt.DEFAULT_CONCURRENCY, input_len: opt.InputLen = opt.DEFAULT_INPUT_LEN,
     output_len: opt.OutputLen = opt.DEFAULT_OUTPUT_LEN,
-    max_tpot_ms: Annotated[float | None, typer.Option("--max-tpot-ms", min=0.001,
-                                                      help="goodput: TPOT limit (ms).")] = None,
-    max_ttft_ms: Annotated[float | None, typer.Option("--max-ttft-ms", min=0.001,
-                                                      help="goodput: TTFT limit (ms).")] = None,
+    max_tpot_ms: Annotated[float | None, typer.Option(
+        "--max-tpot-ms", min=0.001, help="TPOT target (ms): each plan's most users within it (and goodput's limit).")
+    ] = None,
+    max_ttft_ms: Annotated[float | None, typer.Option(
+        "--max-ttft-ms", min=0.001, help="TTFT target (ms): each plan's most users within it (and goodput's limit).")
+    ] = None,
+    gpu_hour_price: Annotated[list[float] | None, typer.Option(
+        "--gpu-hour-price", min=0.0001, help="USD per GPU-hour: adds $ per million output tokens (no default price); "
+                                             "once for every --hw, or once per --hw in the same order.")
+    ] = None,
+    quality: Annotated[str | None, typer.Option(
+        "--quality", help="Quality scale: a published benchmark (default: the LMArena text score; `advisor inspect "
+                          "MODEL` lists a model's scores).")] = None,
+    quality_file: Annotated[str | None, typer.Option(
+        "--quality-file", help="Your own evals: CSV with model, score[, benchmark]; replaces the published scale.")
+    ] = None,
+    min_quality: Annotated[float | None, typer.Option(
+        "--min-quality", help="Rank only models scoring at least this on the scale (unknown: not ranked, said).")
+    ] = None,
     all_plans: Annotated[bool, typer.Option("--all-plans", help="List every valid plan of every model.")] = False,
-    hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus = None, max_model_len: opt.MaxModelLen = None,
+    hw: opt.HwMany = None, gpus: opt.Gpus = None, max_model_len: opt.MaxModelLen = None,
     kv_cache_dtype: opt.KvCacheDtype = "auto",
     gpu_memory_utilization: opt.GpuMemoryUtilization = None,
     weight_dtype: opt.WeightDtypeOpt = None, engine: opt.EngineOpt = "vllm", engine_version: opt.EngineVersion = None,
@@ -47,26 +65,51 @@ def rank(
 ) -> None:
     """Rank models (and their best parallel plan) on this box; explain why; print the command to run."""
     from advisor.calibrate.store import terms_for
+    from advisor.decide.choose import joint
     from advisor.decide.choose import rank as do_rank
     from advisor.decide.query import Query
+    from advisor.quality.facts import USER_SCALE, lookup, read_user_file, resolve_scale
 
-    q = Query(**_query(objective, concurrency, input_len, output_len, max_tpot_ms, max_ttft_ms))
+    own = read_user_file(quality_file) if quality_file is not None else None
+    if own is not None and quality is not None:
+        raise AdvisorError("--quality/--quality-file: one scale at a time: your file, or a published benchmark")
+    scale = next(iter(own.values())).benchmark if own else resolve_scale(quality)
+    q = Query(**_query(objective, concurrency, input_len, output_len, max_tpot_ms, max_ttft_ms),
+              quality_scale=scale if scale != USER_SCALE else f"{USER_SCALE} ({quality_file})",
+              min_quality=min_quality)
     if json_out and csv_out:
         raise AdvisorError("--json/--csv: choose one output form")
     if plot is not None and not plot.lower().endswith((".png", ".svg")):
         raise AdvisorError(f"--plot: {plot}: give a .png or .svg file name")
-    profile = opt.hardware(hw, gpus)
+    boxes = list(dict.fromkeys(hw or [opt.DEFAULT_HW]))
+    if plot is not None and len(boxes) > 1:
+        raise AdvisorError("--plot: draws one box; give one --hw")
     settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine,
                             input_len + output_len, engine_version)
     good, unknown = _candidates(models, q, max_model_len)
-    terms, calibrated = terms_for(profile, engine, calibration)
-    ranking = do_rank(good, profile, settings, terms, q, calibrated, gpus, all_plans)
+    scores = {r.arch.model: lookup(r.arch.model, scale, own) for r in good}
+    prices = gpu_hour_price or []
+    if len(prices) not in (0, 1, len(boxes)):
+        raise AdvisorError(f"--gpu-hour-price: give one price, or one per --hw ({len(boxes)}), not {len(prices)}")
+    rankings = []
+    for j, box in enumerate(boxes):
+        profile = opt.hardware(box, gpus)
+        terms, calibrated = terms_for(profile, engine, calibration)
+        price = prices[j] if len(prices) == len(boxes) else (prices[0] if prices else None)
+        rankings.append(do_rank(good, profile, settings, terms, q.model_copy(update={"gpu_hour_price": price}),
+                                calibrated, gpus, all_plans, scores))
+    ranking = rankings[0] if len(rankings) == 1 else joint(rankings)
     ranking = replace(ranking, unranked=ranking.unranked + tuple(unknown))
     if not ranking.rows:
         why = "; ".join(d.reason if d.reason.startswith(d.model) else f"{d.model}: {d.reason}"
                         for d in ranking.unranked)
         raise AdvisorError(f"nothing to rank: {why}")
-    if plot is not None:
+    if plot is not None and q.objective == "best-under-slo":
+        from advisor.report.plots import save
+        from advisor.report.quality_plot import quality_figure
+
+        save(quality_figure(ranking, profile), plot)
+    elif plot is not None:
         from advisor.report.plots import rank_figure, save
 
         save(rank_figure(ranking, profile, settings), plot)
@@ -75,7 +118,7 @@ def rank(
         return
     from advisor.report.tables import rank_table
 
-    emit([*ranking.rows, *ranking.unranked], json_out, lambda _: rank_table(ranking, profile))
+    emit([*ranking.rows, *ranking.unranked], json_out, lambda _: rank_table(ranking, profile, boxes=len(boxes) > 1))
 
 
 def _candidates(models: list[str] | None, q: Query, max_model_len: int | None
@@ -106,10 +149,8 @@ def _query(objective: str, concurrency: int, input_len: int, output_len: int, ma
     if objective not in OBJECTIVES:
         raise AdvisorError(f"--objective: {objective!r} is not {', '.join(OBJECTIVES)}")
     limits = max_tpot_ms is not None or max_ttft_ms is not None
-    if objective != "goodput" and limits:
-        raise AdvisorError(f"--max-tpot-ms/--max-ttft-ms only apply to --objective goodput, not {objective}")
-    if objective == "goodput" and not limits:
-        raise AdvisorError("--objective goodput: needs --max-tpot-ms and/or --max-ttft-ms")
+    if objective in ("goodput", "best-under-slo") and not limits:
+        raise AdvisorError(f"--objective {objective}: needs --max-tpot-ms and/or --max-ttft-ms")
     obj: Objective = objective  # type: ignore[assignment]
     return {"objective": obj, "concurrency": concurrency, "input_len": input_len, "output_len": output_len,
             "max_tpot_ms": max_tpot_ms, "max_ttft_ms": max_ttft_ms}

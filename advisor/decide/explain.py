@@ -4,7 +4,8 @@ first, and how #1 beats #2."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from advisor.cost.prediction import Prediction
 from advisor.hardware import HardwareProfile
@@ -123,3 +124,38 @@ def compare(first: RankedPlan, second: RankedPlan, q: Query) -> str | None:
     cause = f"; the largest difference is {diffs[0][1]}" if diffs else ""
     then = f" (then {diffs[1][1]})" if len(diffs) > 1 else ""
     return f"{head} by {first.score / second.score:.2f}x on {q.objective}{cause}{then}."
+
+
+def _q(d: Any) -> str:
+    return "unknown" if d.quality is None else f"{d.quality:g}"
+
+
+def quality_tradeoff(rows: Sequence[Any], q: Query) -> str | None:
+    """best-under-slo: the best model within the targets, the runner-up, and what doubling the best's throughput
+    costs in quality (the best-quality model within the targets that serves at least twice its tok/s)."""
+    ok = [d for d in rows if d.meets]
+    if not ok:
+        return None
+    best = ok[0]
+    scale = best.quality_benchmark or q.quality_scale
+    parts = [f"best within {q.limits()} at {q.concurrency:,} users: {best.model} ({best.plan.label}), quality "
+             f"{_q(best)} on {scale}, {best.output_tok_s:,.0f} tok/s"]
+    if len(ok) > 1:
+        r = ok[1]
+        dq = (f" ({abs(best.quality - r.quality):g} {'lower' if r.quality <= best.quality else 'higher'})"
+              if best.quality is not None and r.quality is not None else "")
+        parts.append(f"runner-up: {r.model} ({r.plan.label}), quality {_q(r)}{dq}, {r.output_tok_s:,.0f} tok/s "
+                     f"({r.output_tok_s / best.output_tok_s:.2f}x the best's)")
+    faster = [d for d in ok if d.output_tok_s >= 2 * best.output_tok_s and d.quality is not None]
+    if best.quality is None:
+        pass
+    elif faster:
+        f = faster[0]  # ok is in quality order: the first that doubles is the cheapest in quality
+        gap = best.quality - f.quality
+        blur = (" (within the two scores' published 95% intervals: not distinguishable)"
+                if best.quality_ci95 and f.quality_ci95 and abs(gap) <= best.quality_ci95 + f.quality_ci95 else "")
+        parts.append(f"2x the throughput ({f.output_tok_s:,.0f} tok/s) costs {gap:g} quality points{blur}: "
+                     f"{f.model} ({_q(f)})")
+    else:
+        parts.append("no model within the targets serves 2x its throughput")
+    return "; ".join(parts)

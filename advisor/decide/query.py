@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Objective = Literal["latency", "throughput", "goodput"]
-OBJECTIVES: tuple[str, ...] = ("latency", "throughput", "goodput")
+Objective = Literal["latency", "throughput", "goodput", "best-under-slo"]
+OBJECTIVES: tuple[str, ...] = ("latency", "throughput", "goodput", "best-under-slo")
 # Concurrencies every ranking evaluates (and the plot draws), plus the asked one.
 GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -21,6 +21,9 @@ class Query(BaseModel):
     output_len: int = Field(1024, ge=1)
     max_tpot_ms: float | None = Field(None, gt=0)
     max_ttft_ms: float | None = Field(None, gt=0)
+    gpu_hour_price: float | None = Field(None, gt=0)  # USD per GPU-hour (no default: a price is the user's)
+    quality_scale: str = "LMArena Text Arena score"  # the one scale quality is read on (advisor/quality)
+    min_quality: float | None = None  # models below it (or unknown on the scale) are not ranked
 
     def grid(self) -> tuple[int, ...]:
         return tuple(sorted(set(GRID) | {self.concurrency}))
@@ -34,4 +37,6 @@ class Query(BaseModel):
     def describe(self) -> str:
         """What the score measures, for table titles."""
         return {"latency": "single-user tok/s", "throughput": f"total tok/s at {self.concurrency} users",
-                "goodput": "total tok/s within the limits"}[self.objective]
+                "goodput": "total tok/s within the limits",
+                "best-under-slo": f"quality ({self.quality_scale}) among models within {self.limits()} at "
+                                  f"{self.concurrency} users"}[self.objective]

@@ -14,7 +14,8 @@ from advisor.report.units import billions, gb, gib, kib, plural
 
 if TYPE_CHECKING:
     from advisor.cost.prediction import FitResult, Prediction
-    from advisor.decide.choose import Ranking
+    from advisor.decide.choose import RankedPlan, Ranking
+    from advisor.decide.query import Query
 
 
 LOG_LINES_MAX = 8  # plans whose start-up log lines `fit_table` prints
@@ -44,6 +45,23 @@ def inspect_table(docs: list[dict[str, Any]]) -> None:
     for d in docs:
         if " (" in d["source"]:
             console.print(Text(f"{d['model']}: answered from the bundled catalog ({d['source'].split(' (', 1)[1]}"))
+    for d in docs:
+        _quality_lines(console, d)
+
+
+def _quality_lines(console: Console, d: dict[str, Any]) -> None:
+    """A model's published quality scores, each with its source and kind; "unknown" when there is none."""
+    facts = d.get("quality") or []
+    if not facts:
+        console.print(Text(f"{d['model']} quality: unknown (no published score in advisor/quality/quality.csv)"))
+        return
+    whose = f" (scores of {d['quality_scored_as']}: {d['quality_note']})" if d.get("quality_note") else ""
+    console.print(Text(f"{d['model']} quality{whose}:"))
+    for f in sorted(facts, key=lambda f: (not f["default_scale"], f["benchmark"])):
+        ci = f" ±{f['ci95']:g}" if f["ci95"] else ""
+        mark = " [default scale]" if f["default_scale"] else ""
+        console.print(Text(f"   {f['benchmark']}{mark}: {f['score']:g}{ci} {f['unit']} ({f['kind']}"
+                           f"{', ' + f['date'] if f['date'] else ''}); source: {f['source']}"))
 
 
 def fit_table(docs: list[FitResult], hw: HardwareProfile) -> None:
@@ -97,26 +115,43 @@ def predict_panel(d: Prediction) -> None:
     console.print(f"  calibrated: {calibration_line(d.calibrated)}")
 
 
-RANK_COLS = (Col("#", 10, right=True), Col("model", 10, fold=True), Col("plan", 9), Col("users", 7, right=True),
+RANK_COLS = (Col("#", 10, right=True), Col("model", 10, fold=True), Col("quality", 5, right=True), Col("plan", 9),
+             Col("users", 7, right=True),
              Col("TTFT ms", 6, right=True), Col("TPOT ms", 8, right=True), Col("tok/s user / total", 9, right=True),
              Col("KV tokens", 3, right=True), Col("coll/step", 2, right=True), Col("MB/tok", 1, right=True),
              Col("bound by", 4))
 
 
-def rank_table(ranking: Ranking, hw: HardwareProfile) -> None:
+def rank_table(ranking: Ranking, hw: HardwareProfile, boxes: bool = False) -> None:
+    """The ranking as a table, then per row why, capacity, constraints and the command; `boxes`: rows come from
+    several hardware profiles (each row says which)."""
+    from advisor.hardware import load_profile
+
     q, rows, tail = ranking.query, ranking.rows, ranking.unranked
     console = Console()
-    cells = [[str(d.rank), d.model, d.plan.label, f"{d.workload.concurrency:,}", f"{d.ttft_ms:,.0f}",
+    cells = [[str(d.rank), f"{d.model} on {d.hardware}" if boxes else d.model,
+              _quality_cell(d),
+              d.plan.label,
+              f"{d.workload.concurrency:,}", f"{d.ttft_ms:,.0f}",
               f"{d.tpot_ms:,.1f}", f"{d.per_user_tok_s:,.0f} / {d.output_tok_s:,.0f}", _count(d.kv_cache_tokens),
               str(d.collectives_per_step), f"{(d.allreduce_bytes_per_token or 0) / 1e6:.2f}", d.bottleneck or ""]
              for d in rows]
-    cells += [["-", u.model, *["-"] * 8, "does not run" if u.found else "not found"] for u in tail]
-    title = f"Ranked by {q.describe()} on {hw.name} ({q.input_len:,} in / {q.output_len:,} out)"
-    table, dropped = fitted_table(console, title, RANK_COLS, cells)
+    cells += [["-", u.model, *["-"] * 9, "does not run" if u.found else "not found"] for u in tail]
+    where = "several boxes" if boxes else hw.name
+    title = (f"Ranked by {q.describe()} on {where} ({q.input_len:,} in / {q.output_len:,} out); quality: "
+             f"{q.quality_scale}")
+    # quality is what best-under-slo ranks on: kept before the speed columns there
+    cols = tuple(Col(c.header, 9, c.fold, c.right) if c.header == "quality" and q.objective == "best-under-slo"
+                 else c for c in RANK_COLS)
+    table, dropped = fitted_table(console, title, cols, cells)
     console.print(table)
     say_dropped(console, dropped)
     for d in rows:
-        console.print(Text.assemble((f"{d.rank}. {d.model}", "bold"), f": {d.why}"))
+        console.print(Text.assemble((f"{d.rank}. {d.model}" + (f" on {d.hardware}" if boxes else ""), "bold"),
+                                    f": {d.why}"))
+        capacity = capacity_line(d, q, load_profile(d.hardware) if boxes else hw)
+        if capacity:
+            console.print(Text(f"   capacity: {capacity}"))
         for note in d.constraints:
             console.print(Text(f"   - {note}"))
         if d.meets or d is rows[0]:
@@ -128,7 +163,38 @@ def rank_table(ranking: Ranking, hw: HardwareProfile) -> None:
     for line in (ranking.verdict, ranking.comparison):
         if line:
             console.print(Text(line))
-    console.print(Text(f"calibrated: {calibration_line(rows[0].calibrated)}"))
+    seen = set()
+    for d in rows:  # one line per box
+        if d.hardware not in seen:
+            seen.add(d.hardware)
+            console.print(Text(f"calibrated{f' ({d.hardware})' if boxes else ''}: {calibration_line(d.calibrated)}"))
+
+
+def _quality_cell(d: RankedPlan) -> str:
+    if d.quality is None:
+        return "unknown"
+    return f"{d.quality:g}" + (f" ±{d.quality_ci95:g}" if d.quality_ci95 else "")
+
+
+def capacity_line(d: RankedPlan, q: Query, hw: HardwareProfile) -> str:
+    """Users at the SLO, the cost and energy of a million output tokens there, and replicas on the node."""
+    parts = []
+    if d.max_users_at_slo is not None:
+        if d.max_users_at_slo == 0:
+            parts.append(f"not one user within {q.limits()} ({d.binding_limit} binds)")
+        else:
+            bind = f"{d.binding_limit} binds" if d.binding_limit in ("TPOT", "TTFT") else d.binding_limit
+            parts.append(f"{d.max_users_at_slo:,} users within {q.limits()} ({bind}), "
+                         f"{d.output_tok_s_at_slo or 0:,.0f} tok/s there")
+    where = "there" if d.max_users_at_slo and q.objective == "latency" else "at this workload"
+    if d.usd_per_mtok is not None:
+        parts.append(f"${d.usd_per_mtok:,.2f} per million output tokens {where} at ${d.gpu_hour_price:g}/GPU-hour")
+    if d.kwh_per_mtok is not None:
+        parts.append(f"{d.kwh_per_mtok:,.2f} kWh per million output tokens (upper bound: {d.plan.gpus} x "
+                     f"{hw.gpu.power_w:g} W board power)")
+    if d.replicas > 1 and d.node_output_tok_s:
+        parts.append(f"{d.replicas} replicas of {d.plan.label} fit the node: {d.node_output_tok_s:,.0f} tok/s in all")
+    return "; ".join(parts)
 
 
 def calibration_line(cal: dict[str, Any]) -> str:

@@ -1,0 +1,91 @@
+"""Regenerate the README's capacity-planning examples and the Pareto figure from the CLI itself.
+
+    python scripts/capacity_examples.py [--readme README.md]   # figure: docs/pareto_case_study.png
+
+Each example runs `advisor ... --json` offline on the bundled catalog (default box: 8x RTX PRO 6000 Server)
+and prints the numbers the README quotes. Prices are inputs of the example (a user's own rate), not data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/readme_block.py
+
+from readme_block import replace_block  # noqa: E402
+
+MINIMAX, KIMI = "MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5"
+FIGURE = REPO / "docs" / "pareto_case_study.png"
+
+
+def advisor(*args: str) -> Any:
+    done = subprocess.run([sys.executable, "-m", "advisor.cli", *args, "--json"], capture_output=True, text=True,
+                          cwd=REPO, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+    if done.returncode:
+        raise SystemExit(f"advisor {' '.join(args)}: {done.stderr.strip()}")
+    return json.loads(done.stdout)
+
+
+def ranked(*args: str) -> list[dict[str, Any]]:
+    return [d for d in advisor("rank", *args) if d["rank"]]
+
+
+def slo_and_cost() -> list[str]:
+    cmd = (MINIMAX, KIMI, "--max-tpot-ms", "50", "--gpu-hour-price", "2")
+    lines = [f"`advisor rank {' '.join(cmd)}` (the price is the example's input):", "",
+             "| model | plan | users within TPOT <= 50 ms | binds | tok/s there | $/Mtok at $2/GPU-h | kWh/Mtok (at "
+             "board power) | replicas on the node |", "|---|---|---:|---|---:|---:|---:|---|"]
+    for d in ranked(*cmd):
+        reps = f"{d['replicas']} ({d['node_output_tok_s']:,.0f} tok/s)" if d["replicas"] > 1 else "1"
+        lines.append(f"| {d['model']} | {d['plan']['label']} | {d['max_users_at_slo']:,} | {d['binding_limit']} | "
+                     f"{d['output_tok_s_at_slo']:,.0f} | {d['usd_per_mtok']:.2f} | {d['kwh_per_mtok']:.2f} | {reps} |")
+    return lines
+
+
+def boxes() -> list[str]:
+    cmd = (KIMI, "--hw", "rtx-pro-6000-server", "--hw", "h200-sxm", "--hw", "b200-sxm", "--objective", "goodput",
+           "--concurrency", "64", "--max-tpot-ms", "50", "--gpu-hour-price", "1.5", "--gpu-hour-price", "3",
+           "--gpu-hour-price", "5")
+    lines = [f"`advisor rank {' '.join(cmd)}` (prices per box, in --hw order, are the example's input):", "",
+             "| # | box | plan | most users within TPOT <= 50 ms | best tok/s at <= 64 users within it | users there "
+             "| $/Mtok there |", "|---:|---|---|---:|---:|---:|---:|"]
+    for d in ranked(*cmd):
+        usd = f"{d['usd_per_mtok']:.2f}" if d["usd_per_mtok"] is not None else "-"
+        lines.append(f"| {d['rank']} | {d['hardware']} | {d['plan']['label']} | {d['max_users_at_slo']:,} | "
+                     f"{d['output_tok_s']:,.0f} | {d['workload']['concurrency']:,} | {usd} |")
+    return lines
+
+
+def pareto() -> list[str]:
+    FIGURE.parent.mkdir(exist_ok=True)
+    pts = advisor("pareto", MINIMAX, KIMI, "nvidia/Kimi-K2.5-NVFP4", "--max-tpot-ms", "50", "-o", str(FIGURE))
+    lines = ["`advisor pareto MiniMaxAI/MiniMax-M2.5 moonshotai/Kimi-K2.5 nvidia/Kimi-K2.5-NVFP4 --max-tpot-ms 50 "
+             "-o pareto.png` draws every valid plan at every concurrency; the operating points (most tok/s per "
+             "GPU on the frontier within the target):", ""]
+    for p in (p for p in pts if p["operating"]):
+        lines.append(f"- {p['model']}: {p['plan']} at {p['concurrency']:,} users, {p['output_tok_s_per_gpu']:,.0f} "
+                     f"tok/s per GPU, {p['per_user_tok_s']:.1f} tok/s per user")
+    lines += ["", f"![Pareto frontier]({FIGURE.relative_to(REPO).as_posix()})"]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--readme", type=Path, help="README whose capacity block to replace")
+    args = ap.parse_args(argv)
+    text = "\n".join([*slo_and_cost(), "", *boxes(), "", *pareto()])
+    print(text)
+    if args.readme:
+        replace_block(args.readme, "capacity", text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

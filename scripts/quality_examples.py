@@ -1,0 +1,78 @@
+"""Regenerate the README's quality examples and figure from the CLI itself.
+
+    python scripts/quality_examples.py [--readme README.md]   # figure: docs/quality_catalog.png
+
+Offline, on the bundled catalog and the default box (8x RTX PRO 6000 Server), default quality scale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/readme_block.py
+
+from readme_block import replace_block  # noqa: E402
+
+FIGURE = REPO / "docs" / "quality_catalog.png"
+CASE = ("MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5", "nvidia/Kimi-K2.5-NVFP4")
+
+
+def run(*args: str) -> tuple[Any, str]:
+    env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "COLUMNS": "200"}
+    docs = []
+    for extra in (("--json",), ()):
+        done = subprocess.run([sys.executable, "-m", "advisor.cli", *args, *extra], capture_output=True, text=True,
+                              cwd=REPO, env=env)
+        if done.returncode:
+            raise SystemExit(f"advisor {' '.join(args)}: {done.stderr.strip()}")
+        docs.append(done.stdout)
+    return json.loads(docs[0]), docs[1]
+
+
+def tradeoff_line(text: str) -> str:
+    flat = " ".join(text.split())
+    start = flat.index("best within")
+    return flat[start:flat.index(" calibrated:", start)]
+
+
+def table(rows: list[dict[str, Any]]) -> list[str]:
+    out = ["| # | model | quality | plan | meets at the load | tok/s there |", "|---:|---|---:|---|---|---:|"]
+    for d in rows:
+        if not d["rank"]:
+            continue
+        qual = "unknown" if d["quality"] is None else f"{d['quality']:g}" + (
+            f" ±{d['quality_ci95']:g}" if d["quality_ci95"] else "")
+        out.append(f"| {d['rank']} | {d['model']} | {qual} | {d['plan']['label']} | {'yes' if d['meets'] else 'no'} "
+                   f"| {d['output_tok_s']:,.0f} |")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--readme", type=Path, help="README whose quality block to replace")
+    args = ap.parse_args(argv)
+    case_args = ("rank", *CASE, "--objective", "best-under-slo", "--max-tpot-ms", "50", "--concurrency", "16")
+    case, case_text = run(*case_args)
+    FIGURE.parent.mkdir(exist_ok=True)
+    cat_args = ("rank", "--objective", "best-under-slo", "--max-tpot-ms", "50", "--concurrency", "64")
+    catalog, cat_text = run(*cat_args, "--plot", str(FIGURE))
+    lines = [f"`advisor {' '.join(case_args)}`:", "", *table(case), "", tradeoff_line(case_text), "",
+             f"`advisor {' '.join(cat_args)} --plot quality.png` (whole catalog; top 8 of "
+             f"{sum(1 for d in catalog if d['rank'])} ranked):", "", *table(catalog)[:10], "",
+             tradeoff_line(cat_text), "", f"![quality vs throughput]({FIGURE.relative_to(REPO).as_posix()})"]
+    text = "\n".join(lines)
+    print(text)
+    if args.readme:
+        replace_block(args.readme, "quality", text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
