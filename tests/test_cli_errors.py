@@ -110,7 +110,7 @@ def _many_rows(tmp_path: Path, copies: int) -> Path:
 
 
 def test_ctrl_c_during_calibrate_exits_130_and_keeps_the_old_file(tmp_path: Path) -> None:
-    rows = _many_rows(tmp_path, 6)
+    rows = _many_rows(tmp_path, 20)
     old = tmp_path / "x.json"
     old.write_text("old calibration\n")
     r = _interrupt(["calibrate", str(rows), "--hw", "b200-sxm", "--engine", "sglang", "-o", str(old)], tmp_path,

@@ -87,8 +87,30 @@ def hardware(hw: str, gpus: int | None) -> HardwareProfile:
     return profile
 
 
+Speculative = Annotated[str, typer.Option(
+    "--speculative", help="MTP speculative decoding with the checkpoint's own heads: off, mtp, or auto (rank: "
+                          "kept per model only where it wins).")]
+SpecTokens = Annotated[int | None, typer.Option(
+    "--spec-tokens", min=1, max=8, help="Tokens drafted per step (default: the checkpoint's MTP layers).")]
+SpecAcceptance = Annotated[float | None, typer.Option(
+    "--spec-acceptance", min=0.01, max=0.99, help="Per-position acceptance of drafted tokens (0-1); needed where no "
+                                                  "published figure exists.")]
+
+
+def speculation(speculative: str, tokens: int | None, acceptance: float | None) -> dict[str, object]:
+    """Settings fields for --speculative mtp (or the mtp half of auto); one line naming the flag if malformed."""
+    if speculative not in ("off", "mtp", "auto"):
+        raise AdvisorError(f"--speculative: {speculative!r} is not off, mtp or auto")
+    if speculative == "off":
+        if tokens is not None or acceptance is not None:
+            raise AdvisorError("--spec-tokens/--spec-acceptance: need --speculative mtp or auto")
+        return {}
+    return {"speculative": True, "speculative_tokens": tokens, "spec_acceptance": acceptance}
+
+
 def settings(max_model_len: int | None, kv_cache_dtype: str, util: float | None, weight_dtype: str | None,
-             engine: str, need_tokens: int = 0, engine_version: str | None = None) -> Settings:
+             engine: str, need_tokens: int = 0, engine_version: str | None = None,
+             spec: dict[str, object] | None = None) -> Settings:
     """Engine settings from flags. Without --max-model-len the default context is raised to `need_tokens`
     (input + output), else the printed serve command would refuse the request."""
     from advisor.cost.workload import Settings
@@ -101,7 +123,8 @@ def settings(max_model_len: int | None, kv_cache_dtype: str, util: float | None,
     if max_model_len is None and need_tokens > DEFAULT_MAX_MODEL_LEN:
         max_model_len = need_tokens
     return Settings(max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=util,
-                    weight_dtype=weight_dtype, engine=engine, engine_version=engine_version)
+                    weight_dtype=weight_dtype, engine=engine, engine_version=engine_version,
+                    **(spec or {}))
 
 
 def plan_from_flags(tp: int | None, pp: int | None, dp: int | None, ep: int | None) -> Plan | None:

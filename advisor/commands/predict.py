@@ -14,7 +14,9 @@ def predict(model: opt.Model, hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus = None
             gpu_memory_utilization: opt.GpuMemoryUtilization = None,
             weight_dtype: opt.WeightDtypeOpt = None, engine: opt.EngineOpt = "vllm",
             engine_version: opt.EngineVersion = None,
-            calibration: opt.Calibration = None, json_out: opt.Json = False) -> None:
+            calibration: opt.Calibration = None, speculative: opt.Speculative = "off",
+            spec_tokens: opt.SpecTokens = None, spec_acceptance: opt.SpecAcceptance = None,
+            json_out: opt.Json = False) -> None:
     """Predict serving speed of one model at one plan (default: TP over all GPUs)."""
     import numpy as np
 
@@ -26,8 +28,13 @@ def predict(model: opt.Model, hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus = None
     from advisor.report.tables import predict_panel
 
     profile = opt.hardware(hw, gpus)
+    if speculative == "auto":
+        from advisor.errors import AdvisorError
+
+        raise AdvisorError("--speculative auto: only rank compares with and without; predict takes off or mtp")
     settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine,
-                            input_len + output_len, engine_version)
+                            input_len + output_len, engine_version,
+                            opt.speculation(speculative, spec_tokens, spec_acceptance))
     plan = opt.plan_from_flags(tp, pp, dp, ep) or Plan(tp=gpus or profile.topology.num_gpus)
     (r,), _ = resolve_models([model])
     opt.check_lengths(r.arch.max_context, r.arch.model, input_len, output_len, max_model_len)

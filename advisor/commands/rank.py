@@ -22,7 +22,7 @@ CSV_COLUMNS = ("rank", "model", "hardware", "plan", "fits", "score", "quality", 
                "ttft_ms", "tpot_ms", "per_user_tok_s", "output_tok_s",
                "collectives_per_step", "allreduce_bytes_per_token", "kv_cache_tokens", "bottleneck", "reason",
                "max_users_at_slo", "output_tok_s_at_slo", "binding_limit", "usd_per_mtok", "kwh_per_mtok", "replicas",
-               "node_output_tok_s", "command", "command_notes", "why")
+               "node_output_tok_s", "spec_tokens", "tokens_per_step", "command", "command_notes", "why")
 
 
 def rank(
@@ -59,13 +59,15 @@ def rank(
     gpu_memory_utilization: opt.GpuMemoryUtilization = None,
     weight_dtype: opt.WeightDtypeOpt = None, engine: opt.EngineOpt = "vllm", engine_version: opt.EngineVersion = None,
     calibration: opt.Calibration = None,
+    speculative: opt.Speculative = "off", spec_tokens: opt.SpecTokens = None,
+    spec_acceptance: opt.SpecAcceptance = None,
     json_out: opt.Json = False,
     csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV.")] = False,
     plot: Annotated[str | None, typer.Option("--plot", help="Write a PNG/SVG figure to this file.")] = None,
 ) -> None:
     """Rank models (and their best parallel plan) on this box; explain why; print the command to run."""
     from advisor.calibrate.store import terms_for
-    from advisor.decide.choose import joint
+    from advisor.decide.choose import best_of, joint
     from advisor.decide.choose import rank as do_rank
     from advisor.decide.query import Query
     from advisor.quality.facts import USER_SCALE, lookup, read_user_file, resolve_scale
@@ -84,8 +86,9 @@ def rank(
     boxes = list(dict.fromkeys(hw or [opt.DEFAULT_HW]))
     if plot is not None and len(boxes) > 1:
         raise AdvisorError("--plot: draws one box; give one --hw")
+    spec = opt.speculation(speculative, spec_tokens, spec_acceptance)
     settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine,
-                            input_len + output_len, engine_version)
+                            input_len + output_len, engine_version, spec if speculative == "mtp" else None)
     good, unknown = _candidates(models, q, max_model_len)
     scores = {r.arch.model: lookup(r.arch.model, scale, own) for r in good}
     prices = gpu_hour_price or []
@@ -96,8 +99,12 @@ def rank(
         profile = opt.hardware(box, gpus)
         terms, calibrated = terms_for(profile, engine, calibration)
         price = prices[j] if len(prices) == len(boxes) else (prices[0] if prices else None)
-        rankings.append(do_rank(good, profile, settings, terms, q.model_copy(update={"gpu_hour_price": price}),
-                                calibrated, gpus, all_plans, scores))
+        qb = q.model_copy(update={"gpu_hour_price": price})
+        one = do_rank(good, profile, settings, terms, qb, calibrated, gpus, all_plans, scores)
+        if speculative == "auto":  # with MTP where the model has it: kept per model only where it wins
+            one = best_of(one, do_rank(good, profile, settings.model_copy(update=spec), terms, qb, calibrated, gpus,
+                                       all_plans, scores))
+        rankings.append(one)
     ranking = rankings[0] if len(rankings) == 1 else joint(rankings)
     ranking = replace(ranking, unranked=ranking.unranked + tuple(unknown))
     if not ranking.rows:

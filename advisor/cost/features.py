@@ -85,6 +85,8 @@ class Features:
     coll_group: np.ndarray  # [P, S] GPUs in the slot's group
     kv_room: np.ndarray  # KV cache bytes on one GPU (one PP stage of one DP rank)
     num_seqs: np.ndarray  # max_num_seqs
+    spec_k: np.ndarray  # MTP tokens drafted per step (0: no speculation)
+    spec_tokens: np.ndarray  # expected tokens per sequence per step (1 without speculation)
     fits: np.ndarray
 
     @staticmethod
@@ -114,6 +116,7 @@ def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Se
         "state_bytes": arch.state_bytes_per_seq(plan.tp),
         **{f"coll_{k}": [slots[s.name][j] for s in SLOTS] for j, k in enumerate(("calls", "bytes", "group"))},
         "kv_room": max(mem.kv_cache_bytes, 0.0), "num_seqs": settings.num_seqs(hw.gpu.memory_bytes),
+        **_speculation(arch, settings),
         "fits": float(mem.fits),
     }
 
@@ -158,6 +161,17 @@ def _moe(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[Weight
             "moe_hidden": arch.hidden_size, "moe_inter": moe.expert_intermediate / plan.moe_tp,
             "moe_mats": round(mats), "moe_b_w": bytes_per_param(fmt), "moe_peak": peak,
             "moe_t0_us": k["t0_us"], "moe_e_bw": k["e_bw"], "moe_e_f": k["e_f"], "moe_kappa": k["kappa_ns_per_B"]}
+
+
+def _speculation(arch: ModelArch, settings: Settings) -> dict[str, float]:
+    """MTP speculation of this case (`cost/speculative.py`): off without MTP heads or a known acceptance."""
+    from advisor.cost.speculative import acceptance_for, tokens_per_step
+
+    k = (settings.speculative_tokens or arch.mtp_layers) if settings.speculative and arch.mtp_layers else 0
+    a, _ = acceptance_for(arch.model, settings.spec_acceptance)
+    if not k or a is None:
+        return {"spec_k": 0.0, "spec_tokens": 1.0}
+    return {"spec_k": float(k), "spec_tokens": tokens_per_step(k, a)}
 
 
 def _attention(arch: ModelArch, plan: Plan, b_kv: float, sm: str) -> dict[str, float]:

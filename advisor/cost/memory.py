@@ -175,11 +175,21 @@ def no_fit_reason(budget: Budget, engine: str, model_len: int, tokens: int, conc
     return None
 
 
+def spec_acceptance_known(model: str, given: float | None) -> bool:
+    """Whether speculation runs for `model`: the user's acceptance, or a published one (`cost/speculative.py`)."""
+    from advisor.cost.speculative import acceptance_for
+
+    return acceptance_for(model, given)[0] is not None
+
+
 def memory_fit(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settings,
                weights: tuple[WeightGroup, ...], consts: Constants = FITTED) -> MemoryFit:
     """One GPU's memory at `plan`, as the settings' engine release accounts it and prints it at start-up
     (`consts`: the budget's fitted constants; other values only to validate them)."""
     w = weights_per_gpu(weights, plan)
+    # the drafter's MTP layers, sharded like a layer (TP), when speculation is on for this model
+    if settings.speculative and arch.mtp_layers and spec_acceptance_known(arch.model, settings.spec_acceptance):
+        w += arch.mtp_bytes / plan.tp
     model_len = settings.model_len(arch.max_context)
     rel = settings.release()
     if settings.engine == "sglang":

@@ -84,14 +84,15 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
     users = np.ceil(concurrency / F.dp)
     running = np.maximum(np.minimum(users, kv_capacity(F, input_len + output_len / 2)), 1.0)
     decodes = np.maximum(output_len - 1, 0)
+    steps = decodes / F.spec_tokens  # decode steps per request: each yields spec_tokens tokens (1 without MTP)
     ctx_dec = input_len + output_len / 2
     zero = 0 * running
     parts = step(running, ctx_dec, zero, input_len / 2, running)
     t_dec = parts["total"]
-    steady = (_mixed if sched.mixed else _separate)(step, sched, running, input_len, decodes, ctx_dec, t_dec)
-    first = _first_round(step, sched, running, input_len, decodes, ctx_dec, t_dec)
+    steady = (_mixed if sched.mixed else _separate)(step, sched, running, input_len, steps, ctx_dec, t_dec)
+    first = _first_round(step, sched, running, input_len, steps, ctx_dec, t_dec)
     s = wave_share
-    tpot = (1 - s) * steady[0] + s * first[0]
+    tpot = ((1 - s) * steady[0] + s * first[0]) / F.spec_tokens
     ttft_run = (1 - s) * steady[1] + s * first[1] + terms.request_overhead_us * 1e-6
     # attention-DP balancing (TensorRT-LLM): fewer users than DP ranks -> every context request times out
     ttft_run = ttft_run + np.where((F.dp > 1) & (concurrency < F.dp), sched.adp_timeout_steps, 0.0) * t_dec
@@ -103,7 +104,7 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
             "tpot_s": np.broadcast_to(tpot, shape),
             "output_tok_s": np.broadcast_to(active * output_len / lifetime, shape),
             "per_user_tok_s": np.broadcast_to(1 / tpot, shape), "running": np.broadcast_to(active, shape),
-            "prefill_interference_s": np.broadcast_to(tpot - t_dec, shape),
+            "prefill_interference_s": np.broadcast_to(tpot - t_dec / F.spec_tokens, shape),
             "prefill_share": np.broadcast_to(steady[2], shape),
             **{f"step_{k}": np.broadcast_to(v, shape) for k, v in parts.items()}}
 

@@ -59,16 +59,17 @@ def pad_tokens(t: np.ndarray) -> np.ndarray:
 
 
 def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: np.ndarray, ctx: np.ndarray,
-              pre: np.ndarray, ctx_pre: np.ndarray, sampled: np.ndarray) -> dict[str, np.ndarray]:
+              pre: np.ndarray, ctx_pre: np.ndarray, sampled: np.ndarray, q: np.ndarray | float = 1.0
+              ) -> dict[str, np.ndarray]:
     """Seconds of one step per DP rank, split into the breakdown terms (plus `total`), and the same total by
     mechanism (`mech_gemm`, `mech_moe`, `mech_attention`, `mech_collectives`, `mech_fixed`). Arrays broadcast
     against the features ([P] or [P, 1, 1])."""
     bw = hw.gpu.mem_bw_bytes_per_s * terms.bw_scale
     peak16 = hw.gpu.dense_flops_per_s("bf16")
-    tokens = pad_tokens(dec + pre)
+    tokens = pad_tokens(dec * q + pre)  # q: positions per decoding sequence (k + 1 when verifying drafts)
     parts_w, parts_c, fixed = _gemms(F, bw, terms, tokens)
     moe_w, moe_c, moe_fixed = _moe(F, bw, terms, tokens * F.dp)
-    kv, attn_fixed = _decode_attention(F, bw, peak16 * terms.flops_scale, dec, ctx)
+    kv, attn_fixed = _decode_attention(F, bw, peak16 * terms.flops_scale, dec, ctx, q)
     prefill_attn = pre * (ctx_pre * F.attn_full_flops
                           + np.minimum(ctx_pre, np.where(F.window > 0, F.window, ctx_pre)) * F.attn_win_flops)
     compute = parts_c + moe_c + prefill_attn / (peak16 * F.gemm_e_f * terms.flops_scale)
@@ -136,18 +137,19 @@ def _moe(F: Features, bw: float, terms: Terms, tokens: np.ndarray) -> tuple[np.n
 
 
 def _decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray,
-                      ctx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Decode attention of `dec` sequences: (seconds beyond the fixed latency, fixed microseconds)."""
+                      ctx: np.ndarray, q: np.ndarray | float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Decode attention of `dec` sequences with q query positions each (KV read once, q x the FLOPs): (seconds
+    beyond the fixed latency, fixed microseconds)."""
     P = kernels.params()["attention"]
     f = {"t0_us": 0.0, "e_bw": F.attn_e_bw, "e_f": F.attn_e_f, "rho_ns_per_B": 0.0}
     full_ctx = np.where(F.index_topk > 0, np.minimum(ctx, F.index_topk), ctx)
     win_ctx = np.minimum(ctx, np.where(F.window > 0, F.window, ctx))
-    gqa = kernels.attention_decode_us(f, F.b_kv, dec, full_ctx, F.attn_heads, F.attn_kv_heads, F.attn_head_dim,
+    gqa = kernels.attention_decode_us(f, F.b_kv, dec, full_ctx, F.attn_heads * q, F.attn_kv_heads, F.attn_head_dim,
                                       bw, peak, P)
-    mla = kernels.mla_decode_us(f, F.b_kv, dec, full_ctx, F.attn_heads, F.mla_latent, F.mla_rope, bw, peak)
+    mla = kernels.mla_decode_us(f, F.b_kv, dec, full_ctx, F.attn_heads * q, F.mla_latent, F.mla_rope, bw, peak)
     full = np.where(F.attn_mla > 0, mla, gqa)
-    win = kernels.attention_decode_us(f, F.b_kv, dec, win_ctx, F.win_heads, F.win_kv_heads, F.win_head_dim, bw,
-                                      peak, P)
+    win = kernels.attention_decode_us(f, F.b_kv, dec, win_ctx, F.win_heads * q, F.win_kv_heads, F.win_head_dim,
+                                      bw, peak, P)
     indexer = dec * ctx * F.index_bytes / (bw * F.attn_e_bw) * 1e6  # DSA: the indexer reads the whole context
     us = F.attn_layers * (full + indexer) + F.win_layers * win
     fixed = (F.attn_layers + F.win_layers) * F.attn_t0_us * (dec > 0)

@@ -19,9 +19,19 @@ def predict(F: Features, hw: HardwareProfile, terms: Terms, engine: str, budget:
     state of a deployment."""
     comm = comm_fn(hw, engine)
 
+    spec = bool(np.any(F.spec_k > 0))
+
     def step(dec: np.ndarray, ctx: np.ndarray, pre: np.ndarray, ctx_pre: np.ndarray,
              sampled: np.ndarray) -> dict[str, np.ndarray]:
-        return step_time(F, hw, terms, comm, dec, ctx, pre, ctx_pre, sampled)
+        if not spec:
+            return step_time(F, hw, terms, comm, dec, ctx, pre, ctx_pre, sampled)
+        # verify k + 1 positions per decoding sequence, then draft k tokens: k passes of one (average) layer
+        out = dict(step_time(F, hw, terms, comm, dec, ctx, pre, ctx_pre, sampled, q=1 + F.spec_k))
+        one = step_time(F, hw, terms, comm, dec, ctx, 0 * pre, ctx_pre, dec)["total"]
+        draft = np.where(dec > 0, F.spec_k * one / F.layers, 0.0)
+        out["overhead"] = out["overhead"] + draft
+        out["total"] = out["total"] + draft
+        return out
 
     share = terms.bench_wave_share if benchmark else 0.0
     return serve(F, terms, step, scheduler(engine, budget), concurrency, input_len, output_len, share)

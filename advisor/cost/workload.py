@@ -28,6 +28,11 @@ class Settings(BaseModel):
     engine: MeasuredEngine = "vllm"  # trtllm: measured rows only (no serve command for it)
     engine_version: str | None = None  # "0.19.1", "0.33"; None: the newest modelled (engines.DEFAULT_ENGINE_VERSION)
     enforce_eager: bool = False  # --enforce-eager: no CUDA graphs
+    # --speculative-config with the model's MTP heads: on/off, drafted tokens per step (None: the checkpoint's MTP
+    # layers) and their per-position acceptance (None: a published figure, else speculation stays off)
+    speculative: bool = False
+    speculative_tokens: int | None = Field(None, ge=1, le=8)
+    spec_acceptance: float | None = Field(None, gt=0, lt=1)
     # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (None: the release's default)
     profile_cuda_graphs: bool | None = None
 

@@ -44,6 +44,10 @@ class RankedPlan(Prediction):
     kwh_per_mtok: float | None = None  # upper bound: every GPU at its rated board power
     replicas: int = 1  # copies of the plan the node holds side by side
     node_output_tok_s: float | None = None  # replicas x the plan's tok/s at the operating point
+    # MTP speculation the prediction assumed (0: none), tokens a sequence gains per step, and the acceptance's source
+    spec_tokens: int = 0
+    tokens_per_step: float = 1.0
+    spec_acceptance_source: str | None = None
     # quality on the query's one scale (published, sourced; or the user's own evals); None: unknown
     quality: float | None = None
     quality_benchmark: str | None = None
@@ -178,12 +182,20 @@ def _row(sweep: Sweep, i: int, concurrency: int, cases: list[Case], settings: Se
     serving = Serving(model=case.arch.model, plan=case.plan, max_model_len=mem.max_model_len, kv_dtype=mem.kv_dtype,
                       checkpoint_dtype=case.arch.weight_dtype, remote_code=case.arch.remote_code,
                       memory_fraction=mem.budget.utilization, moe=case.arch.moe is not None,
-                      moe_only_groups=_only_experts_converted(case, settings))
+                      moe_only_groups=_only_experts_converted(case, settings),
+                      spec_tokens=int(case.features(sweep.hw, settings)["spec_k"]))  # type: ignore[call-overload]
     cmd = serve_command(serving, sweep.hw, settings)
     meets = bool(s.meets[i])
+    feats = case.features(sweep.hw, settings)
+    spec = {}
+    if serving.spec_tokens:
+        from advisor.cost.speculative import acceptance_for
+
+        spec = {"spec_tokens": serving.spec_tokens, "tokens_per_step": float(feats["spec_tokens"]),  # type: ignore[arg-type]
+                "spec_acceptance_source": acceptance_for(case.arch.model, settings.spec_acceptance)[1]}
     return RankedPlan(**dict(pred), rank=0, score=score, objective=q.objective, meets=meets,
                       miss=float(s.miss[i]), constraints=plan_constraints(case, cases, sweep.hw), command=cmd.command,
-                      command_notes=list(cmd.notes), why=why(pred, case, None if meets else q))
+                      command_notes=list(cmd.notes), why=why(pred, case, None if meets else q), **spec)
 
 
 def _capacity(sweep: Sweep, i: int, q: Query, settings: Settings, terms: Terms, node: int) -> dict[str, Any]:
@@ -266,3 +278,16 @@ def _comparison(ranked: tuple[RankedPlan, ...], q: Query) -> str | None:
     from advisor.decide.explain import quality_tradeoff
 
     return quality_tradeoff(ranked, q)
+
+
+def best_of(plain: Ranking, speculative: Ranking) -> Ranking:
+    """--speculative auto: per model, the row with speculation where it ranks better than without (by the
+    query's own order), else the plain row; the models are then ranked again."""
+    q = plain.query
+    spec = {d.model: d for d in speculative.rows}
+    rows = [spec[d.model] if d.model in spec and spec[d.model].spec_tokens and
+            order_key(spec[d.model], q) < order_key(d, q) else d for d in plain.rows]
+    rows.sort(key=lambda d: order_key(d, q))
+    ranked = tuple(r.model_copy(update={"rank": n}) for n, r in enumerate(rows, 1))
+    return Ranking(rows=ranked, unranked=plain.unranked, sweep=plain.sweep, query=q, verdict=verdict(ranked, q),
+                   comparison=_comparison(ranked, q) if ranked else None)

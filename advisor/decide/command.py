@@ -53,6 +53,7 @@ class Serving:
     memory_fraction: float  # --gpu-memory-utilization (vLLM) / --mem-fraction-static (SGLang) the prediction used
     moe_only_groups: bool = False  # the only linear groups --weight-dtype converts are routed experts
     moe: bool = False
+    spec_tokens: int = 0  # MTP tokens drafted per step the prediction assumed (0: no speculation)
 
 
 def serve_command(s: Serving, hw: HardwareProfile, settings: Settings) -> ServeCommand:
@@ -88,6 +89,8 @@ def _vllm(s: Serving, settings: Settings, gpu_bytes: int, quant: str | None) -> 
               f"--kv-cache-dtype {'fp8' if s.kv_dtype == 'fp8' else 'bfloat16'}",
               f"--max-num-seqs {settings.num_seqs(gpu_bytes)}",
               f"--max-num-batched-tokens {settings.batched_tokens(gpu_bytes)}"]
+    if s.spec_tokens:  # the checkpoint's MTP heads as drafter (`vllm/config/speculative.py: SpeculativeConfig`)
+        parts.append(f"--speculative-config '{{\"method\": \"mtp\", \"num_speculative_tokens\": {s.spec_tokens}}}'")
     return parts
 
 
@@ -112,6 +115,9 @@ def _sglang(s: Serving, settings: Settings, gpu_bytes: int, quant: str | None) -
               f"--kv-cache-dtype {'fp8_e4m3' if s.kv_dtype == 'fp8' else 'bf16'}",
               f"--max-running-requests {settings.num_seqs(gpu_bytes) * p.dp}",
               f"--chunked-prefill-size {settings.batched_tokens(gpu_bytes) * p.dp}"]
+    if s.spec_tokens:  # MTP drafts through SGLang's EAGLE path (`server_args.py: speculative_*`), one chain
+        parts += ["--speculative-algorithm EAGLE", f"--speculative-num-steps {s.spec_tokens}",
+                  "--speculative-eagle-topk 1", f"--speculative-num-draft-tokens {s.spec_tokens + 1}"]
     return parts
 
 
