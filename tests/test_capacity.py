@@ -161,3 +161,18 @@ def test_readme_capacity_block_is_current(advisor) -> None:
         assert (f"| {d['model']} | {d['plan']['label']} | {d['max_users_at_slo']:,} | {d['binding_limit']} | "
                 f"{d['output_tok_s_at_slo']:,.0f} | {d['usd_per_mtok']:.2f} | {d['kwh_per_mtok']:.2f} |") in block
     assert (REPO / "docs" / "pareto_case_study.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_users_that_would_wait_for_a_slot_do_not_count(advisor) -> None:
+    # a loose TPOT target on a plan with little KV room: the engine's running batch binds before TPOT does
+    from advisor.calibrate.store import terms_for
+
+    (d,) = _rank(advisor, KIMI, "--max-tpot-ms", "100000", "--input-len", "32768", "--output-len", "1024")
+    assert d["binding_limit"] == "running"
+    hw = load_profile(RTX)
+    case = make_case(lookup(KIMI).arch, Plan(tp=d["plan"]["tp"], dp=d["plan"]["dp"], ep=d["plan"]["ep"],
+                                             pp=d["plan"]["pp"]), hw, Settings(max_model_len=32768 + 1024))
+    users = np.array([d["max_users_at_slo"], d["max_users_at_slo"] + 1], dtype=float)
+    out = evaluate([case], hw, Settings(max_model_len=32768 + 1024), terms_for(hw, "vllm")[0], users,
+                   np.array([32768]), np.array([1024])).out
+    assert out["running"][0, 0, 0] == users[0] and out["running"][0, 1, 0] < users[1]

@@ -74,6 +74,7 @@ def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: n
                           + np.minimum(ctx_pre, np.where(F.window > 0, F.window, ctx_pre)) * F.attn_win_flops)
     compute = parts_c + moe_c + prefill_attn / (peak16 * F.gemm_e_f * terms.flops_scale)
     comm_t = collectives_time(F, comm, tokens, sampled) * terms.comm_latency_scale
+    fixed = fixed * terms.gemm_launch_scale
     overhead = (fixed + moe_fixed + attn_fixed) * 1e-6 + F.layers * terms.layer_overhead_us * 1e-6 \
         + terms.step_overhead_us * 1e-6
     parts = {"weights": parts_w + moe_w, "kv": kv + dec * F.state_bytes / bw, "compute": compute, "comm": comm_t,

@@ -21,6 +21,10 @@ class Terms(BaseModel):
     flops_scale: float = Field(1.0, gt=0)
     """Scale on the kernels' achieved tensor-core throughput inside a serving step. Prior 1: as measured."""
 
+    gemm_launch_scale: float = Field(1.0, gt=0)
+    """Scale on the dense GEMMs' fixed latency (t0 of the GEMM tables, timed one kernel at a time with its launch):
+    replayed as one CUDA graph, consecutive GEMMs hide part of each launch gap. Prior 1: as measured."""
+
     layer_overhead_us: float = Field(20.0, ge=0)
     """Fixed time per decoder layer per step beyond the modelled kernels (norms, rotary embedding, residual
     adds, activation quantization, router top-k: ~6-8 small kernels of 2-3 us under CUDA graphs).
@@ -51,6 +55,7 @@ class Terms(BaseModel):
 BOUNDS: dict[str, tuple[float, float]] = {
     "bw_scale": (0.5, 1.5),
     "flops_scale": (0.3, 1.5),
+    "gemm_launch_scale": (0.2, 1.5),
     "layer_overhead_us": (0.0, 500.0),
     "step_overhead_us": (0.0, 20_000.0),
     "request_overhead_us": (0.0, 2_000_000.0),

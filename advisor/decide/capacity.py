@@ -1,9 +1,10 @@
 """Capacity at a latency target: how many users a plan serves within --max-tpot-ms/--max-ttft-ms, what a
 million output tokens costs in GPU-hours and energy there, and how many replicas of the plan the node holds.
 
-- Users at the SLO: the largest concurrency whose predicted TPOT and TTFT are within the limits. The ranking's
-  sweep brackets it between two grid points; every integer between them is then predicted in one vectorised
-  call (exact, no interpolation). The binding limit is the one the next user would break.
+- Users at the SLO: the largest concurrency whose predicted TPOT and TTFT are within the limits and whose users
+  all run (none waits for KV room or a max_num_seqs slot). The ranking's sweep brackets it between two grid
+  points; every integer between them is then predicted in one vectorised call (exact, no interpolation). The
+  binding limit is the one the next user would break: TPOT, TTFT, or "running" (the engine holds no more).
 - $/Mtok = price per GPU-hour x GPUs / (output tok/s x 3600) x 1e6, at the plan's operating point.
 - kWh/Mtok = board power x GPUs / output tok/s x 1e6 / 3.6e6: an upper bound, every GPU at its rated board
   power (the profile's `power_w`, sourced) for the whole time.
@@ -31,7 +32,7 @@ JOULES_PER_KWH = 3.6e6
 class SloCapacity:
     users: int  # largest concurrency within the limits (0: not even one user)
     output_tok_s: float  # total output tok/s there (0 when users is 0)
-    binding: str  # "TPOT" or "TTFT": the limit the next user breaks; "none up to N users" when none binds
+    binding: str  # "TPOT", "TTFT" or "running": what the next user breaks; "none up to N users" when none binds
 
 
 def over_limits(tpot_s: np.ndarray, ttft_s: np.ndarray, q: Query) -> tuple[np.ndarray, np.ndarray]:
@@ -47,7 +48,7 @@ def slo_capacity(sweep: Sweep, i: int, q: Query, case: Case, hw: HardwareProfile
     grid = sweep.concurrency
     o = sweep.out
     tp, tt = over_limits(o["tpot_s"][i, :, 0], o["ttft_s"][i, :, 0], q)
-    ok = np.maximum(tp, tt) <= 1
+    ok = (np.maximum(tp, tt) <= 1) & (o["running"][i, :, 0] >= grid)
     if ok.all():
         top = int(grid[-1])
         return SloCapacity(top, float(o["output_tok_s"][i, -1, 0]), f"none up to {top:,} users")
@@ -57,14 +58,15 @@ def slo_capacity(sweep: Sweep, i: int, q: Query, case: Case, hw: HardwareProfile
     users = np.arange(max(lo, 1), hi + 1, dtype=float)
     fine = evaluate([case], hw, settings, terms, users, sweep.input_len[:1], sweep.output_len[:1]).out
     ftp, ftt = over_limits(fine["tpot_s"][0, :, 0], fine["ttft_s"][0, :, 0], q)
-    good = np.maximum(ftp, ftt) <= 1
+    waits = fine["running"][0, :, 0] < users
+    good = (np.maximum(ftp, ftt) <= 1) & ~waits
     # the first point past the limits (monotone in users): the answer is the one before it
     n_ok = int(np.argmax(~good)) if not good.all() else len(users)
-    if n_ok == 0:
-        return SloCapacity(0, 0.0, "TPOT" if ftp[0] >= ftt[0] else "TTFT")
-    j = n_ok - 1
     nxt = min(n_ok, len(users) - 1)
-    binding = "TPOT" if ftp[nxt] >= ftt[nxt] else "TTFT"
+    binding = "running" if waits[nxt] and max(ftp[nxt], ftt[nxt]) <= 1 else ("TPOT" if ftp[nxt] >= ftt[nxt] else "TTFT")
+    if n_ok == 0:
+        return SloCapacity(0, 0.0, binding)
+    j = n_ok - 1
     return SloCapacity(int(users[j]), float(fine["output_tok_s"][0, j, 0]), binding)
 
 

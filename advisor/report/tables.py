@@ -183,7 +183,9 @@ def capacity_line(d: RankedPlan, q: Query, hw: HardwareProfile) -> str:
         if d.max_users_at_slo == 0:
             parts.append(f"not one user within {q.limits()} ({d.binding_limit} binds)")
         else:
-            bind = f"{d.binding_limit} binds" if d.binding_limit in ("TPOT", "TTFT") else d.binding_limit
+            bind = {"TPOT": "TPOT binds", "TTFT": "TTFT binds",
+                    "running": "the engine runs no more at once: the next user waits"}.get(d.binding_limit or "",
+                                                                                        d.binding_limit or "")
             parts.append(f"{d.max_users_at_slo:,} users within {q.limits()} ({bind}), "
                          f"{d.output_tok_s_at_slo or 0:,.0f} tok/s there")
     where = "there" if d.max_users_at_slo and q.objective == "latency" else "at this workload"
