@@ -42,11 +42,12 @@ class Case:
     memory: MemoryFit | None
     source: str = ""
     # plan_features per (hardware, settings): per-case Python work done once, when the case is built
-    _features: dict[tuple[str, str], dict[str, object]] = field(default_factory=dict, compare=False, repr=False)
+    _features: dict[tuple[str, Settings], dict[str, object]] = field(default_factory=dict, compare=False,
+                                                                     repr=False)
 
     def features(self, hw: HardwareProfile, settings: Settings) -> dict[str, object]:
         """One row of `Features` for this case on `hw` under `settings` (cached)."""
-        key = (hw.id, settings.model_dump_json())
+        key = (hw.id, settings)  # Settings is frozen: hashed by its fields
         if key not in self._features:
             self._features[key] = plan_features(self.arch, self.plan, hw, settings, self.weights, _memory(self))
         return self._features[key]

@@ -115,7 +115,8 @@ def rank(resolved: list[Resolved], hw: HardwareProfile, settings: Settings, term
         order = sorted(idx, key=lambda i: (not s.meets[i], -s.score[i], s.miss[i], runnable[i].plan.gpus))
         for i in order if all_plans else order[:1]:
             row = _row(sweep, i, int(grid[s.col[i]]), cases, settings, q, s, float(s.score[i]))
-            rows.append(row.model_copy(update={**_capacity(sweep, i, q, settings, terms, node_gpus(hw, gpus)),
+            cap = _capacity(sweep, i, int(s.col[i]), q, settings, terms, node_gpus(hw, gpus))
+            rows.append(row.model_copy(update={**cap,
                                                **_quality((quality or {}).get(name))}))
     rows.sort(key=lambda d: order_key(d, q))
     rows, dropped = _min_quality(rows, q)
@@ -198,9 +199,11 @@ def _row(sweep: Sweep, i: int, concurrency: int, cases: list[Case], settings: Se
                       command_notes=list(cmd.notes), why=why(pred, case, None if meets else q), **spec)
 
 
-def _capacity(sweep: Sweep, i: int, q: Query, settings: Settings, terms: Terms, node: int) -> dict[str, Any]:
+def _capacity(sweep: Sweep, i: int, col: int, q: Query, settings: Settings, terms: Terms, node: int
+              ) -> dict[str, Any]:
     """Users at the SLO (when limits are asked), $ and kWh per million output tokens and replicas, at the
-    operating point: the row's scored workload, or (latency objective with limits) the most users within them."""
+    operating point: the row's scored workload (grid column `col`), or (latency objective with limits) the most
+    users within them."""
     from advisor.decide.capacity import kwh_per_mtok, replicas, slo_capacity, usd_per_mtok
 
     case = sweep.cases[i]
@@ -212,8 +215,7 @@ def _capacity(sweep: Sweep, i: int, q: Query, settings: Settings, terms: Terms, 
         if q.objective == "latency":  # no load asked: the operating point is the most users within the targets
             tok_s = cap.output_tok_s
     if tok_s is None:  # the scored point: --concurrency (throughput), the best within the limits (goodput)
-        s = _scores(sweep, sweep.concurrency, q)
-        tok_s = float(sweep.out["output_tok_s"][i, int(s.col[i]), 0])
+        tok_s = float(sweep.out["output_tok_s"][i, col, 0])
     gpus = case.plan.gpus
     n = replicas(gpus, node)
     if q.gpu_hour_price is not None:
