@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,18 +18,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/readme_block.py
 
-from readme_block import replace_block  # noqa: E402
+from readme_block import advisor_cli, replace_block  # noqa: E402
 
 MINIMAX, KIMI = "MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5"
 FIGURE = REPO / "docs" / "pareto_case_study.png"
 
 
 def advisor(*args: str) -> Any:
-    done = subprocess.run([sys.executable, "-m", "advisor.cli", *args, "--json"], capture_output=True, text=True,
-                          cwd=REPO, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
-    if done.returncode:
-        raise SystemExit(f"advisor {' '.join(args)}: {done.stderr.strip()}")
-    return json.loads(done.stdout)
+    return json.loads(advisor_cli(*args, "--json"))
 
 
 def ranked(*args: str) -> list[dict[str, Any]]:

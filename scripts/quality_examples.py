@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,22 +17,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/readme_block.py
 
-from readme_block import replace_block  # noqa: E402
+from readme_block import advisor_cli, replace_block  # noqa: E402
 
 FIGURE = REPO / "docs" / "quality_catalog.png"
 CASE = ("MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5", "nvidia/Kimi-K2.5-NVFP4")
 
 
 def run(*args: str) -> tuple[Any, str]:
-    env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "COLUMNS": "200"}
-    docs = []
-    for extra in (("--json",), ()):
-        done = subprocess.run([sys.executable, "-m", "advisor.cli", *args, *extra], capture_output=True, text=True,
-                              cwd=REPO, env=env)
-        if done.returncode:
-            raise SystemExit(f"advisor {' '.join(args)}: {done.stderr.strip()}")
-        docs.append(done.stdout)
-    return json.loads(docs[0]), docs[1]
+    """The rows (--json) and the printed text (its trade-off line is not in the JSON)."""
+    return json.loads(advisor_cli(*args, "--json")), advisor_cli(*args)
 
 
 def tradeoff_line(text: str) -> str:
@@ -62,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     case, case_text = run(*case_args)
     FIGURE.parent.mkdir(exist_ok=True)
     cat_args = ("rank", "--objective", "best-under-slo", "--max-tpot-ms", "50", "--concurrency", "64")
-    catalog, cat_text = run(*cat_args, "--plot", str(FIGURE))
+    catalog, cat_text = run(*cat_args)
+    advisor_cli(*cat_args, "--plot", str(FIGURE))
     lines = [f"`advisor {' '.join(case_args)}`:", "", *table(case), "", tradeoff_line(case_text), "",
              f"`advisor {' '.join(cat_args)} --plot quality.png` (whole catalog; top 8 of "
              f"{sum(1 for d in catalog if d['rank'])} ranked):", "", *table(catalog)[:10], "",
