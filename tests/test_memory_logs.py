@@ -56,7 +56,8 @@ def test_logs_state_their_conditions_and_sources() -> None:
         assert e.not_predicted or e.hardware, e.id
         assert not (e.miss and e.not_predicted), e.id
     text = LOGS.read_text()
-    assert "/work/" not in text and "../shared" not in text
+    # the README stands alone: no path that climbs out of the repository or names this machine's folders
+    assert not re.search(r"\.\./|/work/", text)
 
 
 def test_verbatim_lines_carry_the_logged_numbers() -> None:
