@@ -93,18 +93,6 @@ def _errors(rows: list[HeldOut], metric: str) -> list[float]:
     return [e for r in rows if (e := r.error_pct(metric)) is not None]
 
 
-def per_bucket_fitter(prior: Terms | None = None) -> Fitter:
-    """Terms fitted per (hardware, engine) bucket on its own rows; a key with no training rows gets `prior`
-    (what a GPU nobody measured gets without pooling)."""
-    from advisor.calibrate.fit import Calibrator
-
-    def fit(train: Mapping[Key, Bucket]) -> TermsFor:
-        terms = {k: Calibrator(prior, cv=False).fit(b).terms_ for k, b in train.items()}
-        return lambda k: terms.get(k, prior or Terms())
-
-    return fit
-
-
 def pooled_fitter(prior: Terms | None = None) -> Fitter:
     """Terms fitted per engine across every GPU (`calibrate/pooled.py`); a GPU with no training rows gets its
     engine's pooled terms (what a GPU nobody measured gets)."""
