@@ -15,7 +15,7 @@ from conftest import catalog_arch
 from advisor.cost import kernels
 from advisor.cost.features import Features, plan_features
 from advisor.cost.plan import Plan
-from advisor.cost.serving import kv_capacity
+from advisor.cost.serving import adp_balance_wait_steps, kv_capacity
 from advisor.cost.step import busiest_rank_pairs, comm_fn, pad_tokens, step_time, touched_experts
 from advisor.cost.sweep import Case, evaluate, make_case
 from advisor.cost.terms import Terms
@@ -241,3 +241,36 @@ def test_minimax_ep8_out_serves_kimi_at_128_users(hw: HardwareProfile) -> None:
     mm = run(MINIMAX, Plan(tp=8, ep=8), hw, [128], [(1024, 1024)])["output_tok_s"][0, 0]
     kimi = run(KIMI_NVFP4, Plan(tp=8), hw, [128], [(1024, 1024)])["output_tok_s"][0, 0]
     assert mm > kimi
+
+
+# --- TensorRT-LLM attention-DP balance --------------------------------------------------
+
+
+def _held_by_simulation(rate: float, dp: int, timeout: int, steps: int = 40_000) -> float:
+    """Step by step: each rank gets an arrival with probability `rate`; context requests are held until every
+    rank has one or the oldest has waited `timeout` steps (`_balance_adp_requests`); mean held steps."""
+    rng = np.random.default_rng(1)
+    arrivals = rng.random((steps, dp)) < rate
+    waiting: list[list[int]] = [[] for _ in range(dp)]
+    oldest, held = None, []
+    for t in range(steps):
+        for m in np.nonzero(arrivals[t])[0]:
+            waiting[m].append(t)
+        if any(waiting):
+            oldest = min(w[0] for w in waiting if w) if oldest is None else oldest
+            if all(waiting) or t - oldest >= timeout:
+                held += [t - a for w in waiting for a in w]
+                waiting, oldest = [[] for _ in range(dp)], None
+    return float(np.mean(held))
+
+
+@pytest.mark.parametrize(("dp", "period"), [(4, 32), (8, 32), (8, 128), (8, 512)])
+def test_adp_balance_wait_matches_a_simulation(dp: int, period: int) -> None:
+    got = float(adp_balance_wait_steps(np.array(1 / period), np.array(dp), 60.0))
+    assert got == pytest.approx(_held_by_simulation(1 / period, dp, 60), rel=0.1)
+
+
+def test_adp_balance_wait_limits() -> None:
+    # no arrivals on some rank: the whole timeout; one rank: nothing to balance; no balancing: nothing held
+    assert adp_balance_wait_steps(np.array([0.0, 0.5]), np.array([8, 1]), 60.0).tolist() == [60.0, 0.0]
+    assert adp_balance_wait_steps(np.array(0.1), np.array(8), 0.0) == 0.0

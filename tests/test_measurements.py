@@ -13,7 +13,7 @@ from conftest import CASE_STUDY
 from pydantic import ValidationError
 
 from advisor.calibrate import public
-from advisor.calibrate.measurements import Measurement, Rejected, build_row, read_measurements
+from advisor.calibrate.measurements import Measurement, Rejected, benchmark_concurrency, build_row, read_measurements
 from advisor.errors import AdvisorError
 from advisor.hardware import known_ids
 
@@ -428,3 +428,19 @@ def test_clean_public_script(bench_dir: Path, tmp_path: Path) -> None:
     )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "missing column(s)" in bad.stderr
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_silicon_dev_attention_dp_rows_read_the_benchmark_concurrency(bench_dir: Path) -> None:
+    # aiconfigurator stores batch_size per attention-DP rank (and, for runs stored as TP x EP ranks, per one
+    # of those); the id names the benchmark's own concurrency (tests/data/bench/README.md)
+    path = bench_dir / "silicon_dev.csv"
+    raw = {i: r for i, r in enumerate(_raw_rows(path), start=1)}
+    rows = {m.row: m for m in read_measurements(path).rows}
+    dp = [m for m in rows.values() if m.dp > 1]
+    assert len(dp) == 51
+    cfg = next(m for m in dp if m.source.endswith("id=dsr1_b200_trtllm_fp4_agg_1024x1024_c256_cfg191"))
+    assert (raw[cfg.row]["concurrency"], cfg.concurrency, cfg.dp) == ("4", 256, 8)  # stored 256 / 64
+    per_rank = next(m for m in dp if m.source.endswith("_1024x1024_c64_tp8_0_ep8_0_976"))
+    assert (raw[per_rank.row]["concurrency"], per_rank.concurrency) == ("8", 64)  # stored 64 / 8
+    assert sum(raw[i]["concurrency"] != str(m.concurrency) for i, m in rows.items()) == 72
+    assert benchmark_concurrency("7", "case study row 1") == "7"  # other sources: the cell as written

@@ -204,12 +204,27 @@ def _reason(err: ValidationError, cells: Mapping[str, str]) -> str:
     return "; ".join(parts)
 
 
+# aiconfigurator's silicon_sample.csv stores `batch_size` per attention-DP rank (its `run_static` reports
+# global_bs = batch_size x attention_dp_size), and for runs it stored with TP x EP ranks, per one of those
+# (an id ending `c256_..._tp8_ep8` has batch 4 there); the benchmark's own concurrency is in the row id,
+# `<isl>x<osl>_c<N>_`. tests/data/bench/silicon_dev.csv keeps the source's cell.
+_AIC_ID_CONCURRENCY = re.compile(r"aiconfigurator\b.*\bid=\S*?_\d+x\d+_c(\d+)_")
+
+
+def benchmark_concurrency(concurrency: str, source: str) -> str:
+    """The concurrency cell of a row: the benchmark's concurrency that an aiconfigurator row id names (see
+    `_AIC_ID_CONCURRENCY`), else the cell as written."""
+    m = _AIC_ID_CONCURRENCY.search(source) if "aiconfigurator" in source else None
+    return m.group(1) if m else concurrency
+
+
 def _clean(raw: Mapping[str, str], defaults: Mapping[str, object]) -> dict[str, str]:
     """Stripped §3.4 cells; an empty cell takes the caller's default when one is given."""
     cells = {k: (raw.get(k) or "").strip() for k in COLUMNS}
     for key, value in defaults.items():
         if not cells[key] and value is not None:
             cells[key] = str(value)
+    cells["concurrency"] = benchmark_concurrency(cells["concurrency"], cells["source"])
     return cells
 
 

@@ -24,7 +24,7 @@ from typing import Any, overload
 import numpy as np
 
 from advisor.calibrate.columns import COLUMNS, METRICS, REQUIRED_COLUMNS
-from advisor.calibrate.measurements import Measurement, Rejected, build_row, read_text
+from advisor.calibrate.measurements import Measurement, Rejected, benchmark_concurrency, build_row, read_text
 from advisor.errors import AdvisorError
 
 CONFIG = ("model", "hardware", "engine", "engine_version", "weight_dtype", "tp", "pp", "dp", "ep")
@@ -183,6 +183,7 @@ class _Builder:
 _CONFIG_OF = itemgetter(*(_AT[c] for c in CONFIG))
 _NUMS_OF = itemgetter(_AT["concurrency"], _AT["input_len"], _AT["output_len"], *(_AT[m] for m in METRICS))
 _SOURCE = _AT["source"]
+_CONC = _AT["concurrency"]
 
 
 @lru_cache(maxsize=8192)
@@ -253,6 +254,7 @@ def _read_csv(b: _Builder, text: str, file: str, progress: Callable[[int], None]
             cells = list(map(str.strip, pick(record + [""])))
             if not any(cells) and not any(c.strip() for c in record):
                 continue  # blank line: not a measurement
+            cells[_CONC] = benchmark_concurrency(cells[_CONC], cells[_SOURCE])
             t = None if defaults else by_cells.get(_CONFIG_OF(cells), -1)
             nums = _numbers(cells) if t is not None and t != -1 else None
             if t is None or t == -1 or nums is None:

@@ -25,8 +25,11 @@ benchmark, `Terms.bench_wave_share`): 0 for a deployment's steady state.
 TensorRT-LLM with attention-DP, as the public recipes run it (`attention_dp_config: {enable_balance: true,
 timeout_iters: 60, batching_wait_iters: 0}` in the InferenceX/InferenceMAX TRT-LLM scripts): a context
 request is held until every DP rank has one or `timeout_iters` steps pass (`tensorrt_llm/_torch/pyexecutor/
-py_executor.py: _balance_adp_requests`). With fewer users than DP ranks some rank never has one, so every new
-request waits the whole timeout.
+py_executor.py: _balance_adp_requests`; TensorRT-LLM tech blog 10, "ADP Balance Strategy"). Staggered
+arrivals reach each rank at a rate of running / lifetime steps, so a window opened by one request lasts until
+the last of the other dp - 1 ranks has one (`adp_balance_wait_steps`); with fewer users than DP ranks some
+rank never has one, and every window runs to the timeout. Requests released in waves arrive together and
+do not wait.
 
 KV is paged: a running request occupies its prompt plus the tokens generated so far, I + O/2 on average;
 users beyond what fits wait in the queue, and in a closed loop (Little's law) each waits
@@ -93,9 +96,10 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
     first = _first_round(step, sched, running, input_len, steps, ctx_dec, t_dec)
     s = wave_share
     tpot = ((1 - s) * steady[0] + s * first[0]) / F.spec_tokens
-    ttft_run = (1 - s) * steady[1] + s * first[1] + terms.request_overhead_us * 1e-6
-    # attention-DP balancing (TensorRT-LLM): fewer users than DP ranks -> every context request times out
-    ttft_run = ttft_run + np.where((F.dp > 1) & (concurrency < F.dp), sched.adp_timeout_steps, 0.0) * t_dec
+    # attention-DP balancing (TensorRT-LLM): a staggered context request waits for every rank to have one
+    rate = np.where(concurrency < F.dp, 0.0, running / (steps + 1))
+    held = adp_balance_wait_steps(rate, F.dp, sched.adp_timeout_steps) * steady[0]
+    ttft_run = (1 - s) * (steady[1] + held) + s * first[1] + terms.request_overhead_us * 1e-6
     lifetime = ttft_run + decodes * tpot
     queued = np.maximum(users / running - 1, 0)
     active = np.minimum(concurrency, F.dp * running)  # idle DP ranks run dummy forwards, serve no one
@@ -107,6 +111,27 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
             "prefill_interference_s": np.broadcast_to(tpot - t_dec / F.spec_tokens, shape),
             "prefill_share": np.broadcast_to(steady[2], shape),
             **{f"step_{k}": np.broadcast_to(v, shape) for k, v in parts.items()}}
+
+
+def adp_balance_wait_steps(rate: np.ndarray, dp: np.ndarray, timeout: float) -> np.ndarray:
+    """Mean steps a context request is held by TensorRT-LLM's attention-DP balance (module docstring), for
+    `rate` arrivals per step on each of `dp` ranks. A window opened by one arrival lasts
+    L = E[min(T, max of n = dp - 1 Exp(rate))] = sum_k C(n, k) (-1)^(k+1) (1 - e^(-k rate T)) / (k rate);
+    the opener waits L, the ~rate dp L others arriving inside it L / 2 each:
+    (L + rate dp L^2 / 2) / (1 + rate dp L). Against a step-by-step simulation (1/rate 8-512 steps, T 60):
+    within 5% for dp 4 and 8, up to 18% high for dp 2."""
+    dp = np.asarray(dp, dtype=float)
+    if timeout <= 0:
+        return np.zeros(np.broadcast_shapes(np.shape(rate), dp.shape))
+    r = np.maximum(rate, 1e-12)
+    n = dp - 1
+    window, coef = np.zeros(np.broadcast_shapes(r.shape, dp.shape)), np.ones_like(n)
+    for k in range(1, int(np.max(n, initial=0)) + 1):
+        coef = coef * np.maximum(n - k + 1, 0) / k  # C(n, k), 0 once k > n
+        window = window + coef * (-1.0) ** (k + 1) * -np.expm1(-k * r * timeout) / (k * r)
+    window = np.where(rate > 0, np.minimum(window, timeout), timeout)
+    arrivals = rate * dp * window
+    return np.where(dp > 1, (window + arrivals * window / 2) / (1 + arrivals), 0.0)
 
 
 def _mixed(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.ndarray, decodes: np.ndarray,
