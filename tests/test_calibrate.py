@@ -185,3 +185,20 @@ def test_shipped_files_cover_every_engine_with_held_out_splits() -> None:
         s = fit.splits[split]["overall"]["tpot_ms"]
         assert s["n"] >= 300 and s["median_abs_pct"] <= 25, (split, s)
     assert 60 <= fit.coverage["tpot_ms"] <= 95
+
+
+def test_a_requantized_row_runs_the_exports_fp8_kv_and_a_native_checkpoint_its_own() -> None:
+    # meta-llama/Llama-3.1-70B is BF16: a row at FP8 ran a ModelOpt export (FP8 KV by default: 1 byte per
+    # element, 80 layers x 8 KV heads x 128 x 2 = 163,840 B per token at TP1); DeepSeek-R1 is FP8 itself and
+    # keeps its BF16 latent cache ((512 + 64) x 2 B x 61 layers = 70,272 B per token)
+    from advisor.calibrate.predict_rows import requantized_kv_dtype
+
+    assert requantized_kv_dtype("fp8", "bf16") == "fp8" and requantized_kv_dtype("nvfp4", "fp8") == "fp8"
+    assert requantized_kv_dtype("fp8", "fp8") == "auto" and requantized_kv_dtype(None, "bf16") == "auto"
+    rows = [Measurement(model=m, hardware="b200-sxm", engine="trtllm", weight_dtype="fp8", tp=t, concurrency=8,
+                        input_len=1024, output_len=1024, tpot_ms=20.0, source="test", row=1, file="t")
+            for m, t in (("meta-llama/Llama-3.1-70B", 1), ("deepseek-ai/DeepSeek-R1", 8))]
+    _, buckets = prepare(rows)
+    (bucket,) = buckets.values()
+    kv = {r.model: float(bucket.features.kv_full[j]) for j, r in enumerate(bucket.rows)}
+    assert kv == {"meta-llama/Llama-3.1-70B": 163_840.0, "deepseek-ai/DeepSeek-R1": 70_272.0}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -109,6 +109,17 @@ def _resolve(ref: str) -> Any:
         return f"unknown model: {err}"
 
 
+def requantized_kv_dtype(row_weights: str | None, own_weights: str) -> Literal["auto", "fp8"]:
+    """The KV cache a measured row ran: a row that names a model with other weights ran a re-quantized
+    checkpoint, and an FP8 / NVFP4 one is a ModelOpt export, whose KV scheme is FP8 unless asked otherwise
+    (NVIDIA TensorRT-Model-Optimizer `examples/llm_ptq/hf_ptq.py`: `--kv_cache_qformat` default fp8; the
+    exports nvidia/Llama-3.1-70B-Instruct-FP8, nvidia/MiniMax-M2.5-NVFP4 and nvidia/Kimi-K2.5-NVFP4 declare
+    it). The engines size the cache by the checkpoint's scheme under `--kv-cache-dtype auto` (vLLM
+    `vllm/utils/torch_utils.py: resolve_kv_cache_dtype_string`, vLLM issue #34752; TensorRT-LLM's KV dtype
+    "auto" reads `kv_cache_quant_algo`). Otherwise the checkpoint's own ("auto")."""
+    return "fp8" if row_weights in ("fp8", "nvfp4") and row_weights != own_weights else "auto"
+
+
 def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measurement, engine: str,
                    inp: int, out: int) -> dict[str, object] | str:
     """plan_features of the row's case, or why it cannot run (cached per distinct case)."""
@@ -122,6 +133,7 @@ def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measureme
         result = f"{inp}+{out} tokens exceed the model's context of {arch.max_context}"
     else:
         settings = Settings(weight_dtype=row.weight_dtype, engine=engine,
+                            kv_cache_dtype=requantized_kv_dtype(row.weight_dtype, arch.weight_dtype),
                             max_model_len=inp + out)  # the run needed at least this
         try:
             case = make_case(arch, Plan(tp=row.tp, pp=row.pp, dp=row.dp, ep=row.ep), hw, settings)
