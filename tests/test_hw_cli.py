@@ -42,7 +42,7 @@ def test_hw_show_default_box_human_has_sources():
     r = run("show", "rtx-pro-6000-server")
     assert r.returncode == 0, r.stderr
     out = " ".join(r.stdout.split())
-    for needle in ("97,887 MiB", "1.792 TB/s", "1.597 TB/s", "AIC", "467.8 TFLOP/s", "fitted from"):
+    for needle in ("97,887 MiB", "1.792 TB/s", "1.597 TB/s", "AIC", "467.8 TFLOP/s", "regimes fitted to it from"):
         assert needle in out, needle
 
 

@@ -69,6 +69,34 @@ def test_vllm_custom_allreduce_matches_measured_below_limit(aic_rows):
     )
 
 
+def test_b200_custom_allreduce_follows_the_measured_one_shot_bump(aic_rows):
+    """vLLM's custom allreduce on 8 B200s measures 9.4 us at 128 KiB, 26 us at 256-512 KiB (one-shot: every GPU
+    reads 7 peers) and 17 us at 1 MiB (two-shot). Two straight lines through that put 512 KiB-1 MiB at ~35-40
+    us; the profile's measured curve keeps the measured values and a power law between them."""
+    hw = load_profile("b200-sxm")
+    S, t, _ = custom_series(aic_rows, "b200_sxm", 8, "vllm", max_bytes=2**21)
+    pred = collective_time_us(hw, "allreduce", S, 8, engine="vllm")
+    assert np.max(np.abs(pred / t - 1)) < 0.01
+    at = dict(zip(S.tolist(), t.tolist(), strict=True))
+    mid = np.sqrt(512 * 1024 * 1024 * 1024.0)  # halfway between 512 KiB and 1 MiB in log size
+    got = float(collective_time_us(hw, "allreduce", mid, 8, engine="vllm"))
+    assert got == pytest.approx(np.sqrt(at[512 * 1024] * at[1024 * 1024]), rel=1e-3)  # stored to 3 decimals
+    assert min(at[512 * 1024], at[1024 * 1024]) < got < max(at[512 * 1024], at[1024 * 1024])
+
+
+def test_measured_curve_must_be_a_curve():
+    from pydantic import ValidationError
+
+    from advisor.hardware.schema import CollectiveTerm
+
+    base = {"op": "allreduce", "gpus": 2, "path": "nvlink", "small_latency_us": 5.0, "small_busbw_gbps": 100.0,
+            "switch_bytes": 0.0, "large_latency_us": 5.0, "large_busbw_gbps": 100.0, "source": "test"}
+    with pytest.raises(ValidationError, match="same length"):
+        CollectiveTerm.model_validate({**base, "measured_bytes": [1.0, 2.0], "measured_us": [5.0]})
+    with pytest.raises(ValidationError, match="strictly increasing"):
+        CollectiveTerm.model_validate({**base, "measured_bytes": [2.0, 1.0], "measured_us": [5.0, 6.0]})
+
+
 def test_backend_choice_follows_vllm_rules():
     rtx, h100, r4090 = load_profile("rtx-pro-6000-server"), load_profile("h100-sxm"), load_profile("rtx-4090")
     assert allreduce_backend(rtx, 8, nbytes=14336) == "nccl"

@@ -93,6 +93,22 @@ class Features:
     def stack(rows: list[dict[str, object]]) -> Features:
         return Features(**{f.name: np.array([r[f.name] for r in rows], dtype=float) for f in fields(Features)})
 
+    @staticmethod
+    def flat(row: dict[str, object]) -> np.ndarray:
+        """One row's fields in field order as one vector (a [S] field takes S entries): rows stack in one call."""
+        return np.concatenate([np.ravel(np.asarray(row[f.name], dtype=float)) for f in fields(Features)])
+
+    @staticmethod
+    def from_flat(matrix: np.ndarray) -> Features:
+        """Features of stacked `flat` rows ([P, width])."""
+        out, col = {}, 0
+        for f in fields(Features):
+            width = len(SLOTS) if f.name.startswith("coll_") else 1
+            block = matrix[:, col:col + width]
+            out[f.name] = block if width > 1 else block[:, 0]
+            col += width
+        return Features(**out)
+
     def take(self, index: np.ndarray) -> Features:
         """The rows at `index` (bool mask or positions)."""
         return Features(**{f.name: getattr(self, f.name)[index] for f in fields(Features)})

@@ -35,7 +35,8 @@ MAX_CAPTURE_TOKENS = 512
 def comm_fn(hw: HardwareProfile, engine: str) -> Comm:
     """Collective time on the profile's measured terms; TensorRT-LLM's allreduce follows the same rules as
     vLLM's custom allreduce (one-shot / two-shot on NVLink, NCCL on PCIe: `tensorrt_llm/_torch/distributed/
-    ops.py: AllReduce` with strategy AUTO)."""
+    ops.py: AllReduce` with strategy AUTO), with its own kernels' switch points: the smooth two-regime terms,
+    not vLLM's measured curve."""
     from advisor.hardware.comm import collective_timer
 
     physics = "vllm" if engine == "trtllm" else engine
@@ -43,7 +44,7 @@ def comm_fn(hw: HardwareProfile, engine: str) -> Comm:
 
     def f(op: str, nbytes: np.ndarray, n: int) -> np.ndarray:
         if (op, n) not in timers:  # placement and terms resolved once per (op, group size)
-            timers[op, n] = collective_timer(hw, op, n, engine=physics)
+            timers[op, n] = collective_timer(hw, op, n, engine=physics, custom_curve=engine != "trtllm")
         return timers[op, n](nbytes) * 1e-6
 
     return f
@@ -157,15 +158,16 @@ def _decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray,
     return us * 1e-6, fixed
 
 
-_GROUPS: dict[str, object] = {}  # the last features' group masks per slot (a sweep calls the step ~4 times)
+_GROUPS: dict[str, object] = {}  # the last features' plan groups per slot (a sweep calls the step ~4 times)
 
 
 def _slot_groups(F: Features) -> list[list[tuple[int, np.ndarray]]]:
-    """Per collective slot, (group size, mask of the plans with it) for each size > 1; computed once per
+    """Per collective slot, (group size, positions of the plans with it) for each size > 1; computed once per
     features (the step is evaluated several times per sweep on the same plans)."""
     if _GROUPS.get("key") is not F.coll_group:
         _GROUPS["key"] = F.coll_group
-        _GROUPS["val"] = [[(int(n), F.coll_group[..., k] == n) for n in np.unique(F.coll_group[..., k]) if n > 1]
+        g = F.coll_group.reshape(F.coll_group.shape[0], -1, F.coll_group.shape[-1])[:, 0]  # [P, S]
+        _GROUPS["val"] = [[(int(n), np.flatnonzero(g[:, k] == n)) for n in np.unique(g[:, k]) if n > 1]
                           for k in range(len(SLOTS))]
     return _GROUPS["val"]  # type: ignore[return-value]
 
@@ -182,8 +184,7 @@ def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.nd
             continue
         nbytes = np.broadcast_to(units[slot.scales_with] * F.coll_bytes[..., k], t.shape)
         timed = np.zeros(t.shape)
-        for n, mask in groups:
-            m = np.broadcast_to(mask, t.shape)
-            timed[m] = comm(slot.op, nbytes[m], n)
+        for n, plans in groups:
+            timed[plans] = comm(slot.op, nbytes[plans], n)  # plans: positions on the leading (plan) axis
         total = total + calls * timed
     return total

@@ -41,15 +41,15 @@ class Case:
     invalid: str | None
     memory: MemoryFit | None
     source: str = ""
-    # plan_features per (hardware, settings): per-case Python work done once, when the case is built
-    _features: dict[tuple[str, Settings], dict[str, object]] = field(default_factory=dict, compare=False,
-                                                                     repr=False)
+    # plan_features per (hardware, settings), flattened (`Features.flat`): per-case Python work done once
+    _features: dict[tuple[str, Settings], np.ndarray] = field(default_factory=dict, compare=False, repr=False)
 
-    def features(self, hw: HardwareProfile, settings: Settings) -> dict[str, object]:
-        """One row of `Features` for this case on `hw` under `settings` (cached)."""
+    def features(self, hw: HardwareProfile, settings: Settings) -> np.ndarray:
+        """One row of `Features` for this case on `hw` under `settings`, as `Features.flat` (cached)."""
         key = (hw.id, settings)  # Settings is frozen: hashed by its fields
         if key not in self._features:
-            self._features[key] = plan_features(self.arch, self.plan, hw, settings, self.weights, _memory(self))
+            row = plan_features(self.arch, self.plan, hw, settings, self.weights, _memory(self))
+            self._features[key] = Features.flat(row)
         return self._features[key]
 
     @property
@@ -206,7 +206,7 @@ class Sweep:
 def evaluate(cases: list[Case], hw: HardwareProfile, settings: Settings, terms: Terms, concurrency: np.ndarray,
              input_len: np.ndarray, output_len: np.ndarray, calibrated: dict[str, Any] | None = None) -> Sweep:
     """One vectorised evaluation of runnable `cases` x `concurrency` x paired (input_len, output_len)."""
-    features = Features.stack([c.features(hw, settings) for c in cases])
+    features = Features.from_flat(np.stack([c.features(hw, settings) for c in cases]))
     conc = np.asarray(concurrency, float)
     inp, outp = np.asarray(input_len, float), np.asarray(output_len, float)
     out = predict(features.grid(), hw, terms, settings.engine, settings.batched_tokens(hw.gpu.memory_bytes),

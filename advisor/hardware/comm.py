@@ -74,7 +74,8 @@ def find_term(hw: HardwareProfile, op: str, n: int, backend: str = "nccl") -> Co
 
 
 def _term_time(
-    hw: HardwareProfile, term: CollectiveTerm, S: np.ndarray, op: str, n: int, path: str | None
+    hw: HardwareProfile, term: CollectiveTerm, S: np.ndarray, op: str, n: int, path: str | None,
+    curve: bool = True,
 ) -> np.ndarray:
     f = bus_factor(op, n)
     scale, dlat = 1.0, 0.0
@@ -84,15 +85,29 @@ def _term_time(
         if have is not None and want is not None:
             scale = min(1.0, want.p2p_bw_gbps / have.p2p_bw_gbps)
             dlat = max(0.0, want.latency_us - have.latency_us) * ring_steps(op, n)
-    return two_regime_us(
-        S,
-        f,
-        term.small_latency_us + dlat,
-        term.small_busbw_gbps * scale,
-        term.switch_bytes,
-        term.large_latency_us + dlat,
-        term.large_busbw_gbps * scale,
-    )
+    def regimes(dl: float, sc: float) -> np.ndarray:
+        return two_regime_us(S, f, term.small_latency_us + dl, term.small_busbw_gbps * sc, term.switch_bytes,
+                             term.large_latency_us + dl, term.large_busbw_gbps * sc)
+
+    if not curve or not term.measured_bytes:
+        return regimes(dlat, scale)
+    curve_t = measured_curve_us(term.measured_bytes, term.measured_us, S)
+    adjusted = scale != 1.0 or dlat != 0.0
+    if not adjusted and np.all(S <= term.measured_bytes[-1]):
+        return curve_t
+    t = regimes(dlat, scale)
+    # a slower path than the measured one adds its extra latency and byte time on top of the measured curve
+    if adjusted:
+        curve_t = curve_t + (t - regimes(0.0, 1.0))
+    return np.where(S <= term.measured_bytes[-1], curve_t, t)
+
+
+def measured_curve_us(sizes: Sequence[float], times_us: Sequence[float], S: np.ndarray) -> np.ndarray:
+    """A measured curve (ascending `sizes`, `times_us`) at sizes S: a power law between neighbouring measured
+    sizes (linear in log t vs log S: exact for a flat latency floor and for t proportional to S), the smallest
+    size's time below them (the latency floor). Meaningful for S up to the largest size."""
+    x = np.log(np.maximum(np.asarray(S, dtype=float), 1.0))
+    return np.exp(np.interp(x, np.log(np.asarray(sizes, dtype=float)), np.log(np.asarray(times_us, dtype=float))))
 
 
 def custom_allreduce_limit(hw: HardwareProfile, gpus: Sequence[int], engine: str) -> tuple[float, str]:
@@ -179,8 +194,11 @@ def collective_time_us(
 
 
 def collective_timer(hw: HardwareProfile, op: str, n_gpus: int, engine: str = "vllm",
-                     gpus: Sequence[int] | None = None) -> Callable[[float | np.ndarray], np.ndarray]:
-    """`collective_time_us` with the placement, terms and backend limit resolved once: a function of bytes."""
+                     gpus: Sequence[int] | None = None, custom_curve: bool = True
+                     ) -> Callable[[float | np.ndarray], np.ndarray]:
+    """`collective_time_us` with the placement, terms and backend limit resolved once: a function of bytes.
+    `custom_curve=False`: the in-engine allreduce by its two regimes only, not the measured curve of the
+    engine's kernel (another engine's kernels share the algorithms but not the switch points)."""
     _check(op, engine)
     if n_gpus <= 1:
         return lambda nbytes: np.zeros_like(np.asarray(nbytes, dtype=float))
@@ -198,6 +216,6 @@ def collective_timer(hw: HardwareProfile, op: str, n_gpus: int, engine: str = "v
         t = _term_time(hw, nccl, S, op, n, path)
         if op != "allreduce" or limit <= 0 or custom is None:
             return t
-        return np.where(S < limit, _term_time(hw, custom, S, op, n, path), t)
+        return np.where(S < limit, _term_time(hw, custom, S, op, n, path, custom_curve), t)
 
     return timed

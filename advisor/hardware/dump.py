@@ -17,7 +17,7 @@ def _scalar(v: Any) -> str:
         return repr(v) if v == v and abs(v) != float("inf") else "nan"
     if isinstance(v, str):
         return json.dumps(v, ensure_ascii=False)
-    if isinstance(v, list):
+    if isinstance(v, list | tuple):
         return "[" + ", ".join(_scalar(x) for x in v) + "]"
     raise TypeError(f"cannot write {type(v).__name__} to TOML")
 

@@ -90,3 +90,13 @@ def fit_collective(
         median_abs_err_pct=round(float(np.median(err)), 2),
         p90_abs_err_pct=round(float(np.percentile(err, 90)), 2),
     )
+
+
+def median_curve(sizes_bytes: np.ndarray, times_us: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(sizes, median time per size), sizes ascending: the measured curve a profile keeps (`CollectiveTerm`)."""
+    S = np.asarray(sizes_bytes, dtype=float)
+    t = np.asarray(times_us, dtype=float)
+    sizes = np.unique(S)
+    return (tuple(float(x) for x in sizes),
+            tuple(round(float(np.median(t[S == x])), 3) for x in sizes))
+

@@ -142,6 +142,9 @@ class CollectiveTerm(_Frozen):
     t(S) = latency_us + S * f / (busbw_gbps * 1e3)   with f the nccl-tests bus factor
     (allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n; p2p 1).
     `small_*` applies for S < switch_bytes (LL/tree/one-shot regime), `large_*` above (ring/two-shot).
+    `measured_bytes` / `measured_us`, when given, are the measured curve itself (median per size): inside
+    their range the time follows it (a power law between neighbouring sizes), because algorithm changes
+    (e.g. vLLM's one-shot -> two-shot custom allreduce) put bumps in it that two straight lines cannot follow.
     """
 
     op: Literal["allreduce", "allgather", "reducescatter", "alltoall", "p2p"]
@@ -156,7 +159,18 @@ class CollectiveTerm(_Frozen):
     points: int = Field(0, ge=0)
     median_abs_err_pct: NonNegativeFloat | None = None
     p90_abs_err_pct: NonNegativeFloat | None = None
+    measured_bytes: tuple[PositiveFloat, ...] = ()
+    measured_us: tuple[PositiveFloat, ...] = ()
     source: str = Source
+
+    @model_validator(mode="after")
+    def _curve(self) -> CollectiveTerm:
+        b = self.measured_bytes
+        if len(b) != len(self.measured_us):
+            raise ValueError("measured_bytes and measured_us must have the same length")
+        if any(x >= y for x, y in zip(b, b[1:], strict=False)):
+            raise ValueError("measured_bytes must be strictly increasing")
+        return self
 
 
 class HardwareProfile(_Frozen):
