@@ -104,3 +104,22 @@ def test_a_latency_only_regime_prints_no_bandwidth_ceiling(advisor, tmp_path: Pa
     assert doc["terms"]["small_busbw_gbps"] >= 1e5  # the fit's ceiling: no size dependence below the switch
     out = advisor("hw", "import-nccl", str(f)).out
     assert "small regime latency only (no size dependence)" in out and "100000" not in out and "1e+05" not in out
+
+
+def test_profile_copy_keeps_the_measured_curve(advisor, tmp_path: Path) -> None:
+    """`-o` writes the file's own measured times per size into the copy; the copy predicts them back."""
+    import numpy as np
+
+    from advisor.hardware.comm import collective_time_us
+    from advisor.hardware.load import parse_profile
+    from advisor.hardware.nccl_import import fit_nccl_file
+
+    out = tmp_path / "mine.toml"
+    assert advisor("hw", "import-nccl", str(AR8), "--hw", "rtx-pro-6000-server", "-o", str(out)).code == 0
+    table, _ = fit_nccl_file(AR8, None, None)
+    hw = parse_profile(out)
+    term = next(c for c in hw.collectives if c.op == "allreduce" and c.backend == "nccl" and c.gpus == 8)
+    assert len(term.measured_bytes) == len(set(table.sizes)) >= 10
+    S, t = np.array(table.sizes), np.array(table.times_oop_us)
+    pred = collective_time_us(hw, "allreduce", S, 8, engine="nccl", gpus=list(range(8)))
+    assert np.median(np.abs(pred / t - 1)) < 0.02

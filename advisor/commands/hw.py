@@ -206,22 +206,27 @@ def _topo_table(file: Path, doc: dict[str, Any]) -> None:
         _console().print(f"skipped {doc['skipped_rows']} unreadable row(s)")
 
 
-def _write_profile_copy(base_ref: str, out: Path, fit: Any, src_file: Path, rows: int) -> None:
+def _write_profile_copy(base_ref: str, out: Path, fit: Any, table: Any, src_file: Path) -> None:
+    import numpy as np
+
     from advisor.files import write_atomic
     from advisor.hardware import load_profile
     from advisor.hardware.dump import profile_to_toml
+    from advisor.hardware.fit import median_curve
     from advisor.hardware.load import parse_profile
     from advisor.hardware.placement import group_path
 
     base = load_profile(base_ref)
     if fit.gpus > base.topology.num_gpus:
         raise AdvisorError(f"{src_file}: {fit.gpus} GPUs but profile {base.id} has {base.topology.num_gpus}")
+    sizes, times = median_curve(np.array(table.sizes), np.array(table.times_oop_us))
     term = {k: v for k, v in fit.as_dict().items()}
     term.update(
         backend="nccl",
         path=group_path(base.topology, list(range(fit.gpus))) or "same_socket",
-        source=f"fitted from nccl-tests output {src_file.name} ({rows} sizes, out-of-place time) by "
-        "advisor hw import-nccl",
+        measured_bytes=list(sizes), measured_us=list(times),
+        source=f"measured curve and regimes fitted to it from nccl-tests output {src_file.name} ({fit.points} "
+        "sizes, out-of-place time) by advisor hw import-nccl",
     )
     keep = [
         c.model_dump()
@@ -271,7 +276,7 @@ def import_nccl_cmd(
             print(f"advisor: warning: {other}", file=sys.stderr)
     doc["warnings"] = warnings
     if output is not None:
-        _write_profile_copy(hw_ref, output, fit, file, fit.points)
+        _write_profile_copy(hw_ref, output, fit, table, file)
         doc["written"] = str(output)
     emit(doc, json_out, lambda d: _nccl_lines(file, table, fit, d))
 
