@@ -91,7 +91,8 @@ class Features:
 
     @staticmethod
     def stack(rows: list[dict[str, object]]) -> Features:
-        return Features(**{f.name: np.array([r[f.name] for r in rows], dtype=float) for f in fields(Features)})
+        """Features of `plan_features` rows (one per plan)."""
+        return Features.from_flat(np.stack([Features.flat(r) for r in rows]))
 
     @staticmethod
     def flat(row: dict[str, object]) -> np.ndarray:
