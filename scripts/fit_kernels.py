@@ -3,7 +3,8 @@ was not fitted on, and write the shipped parameters and the compact slices the t
 
     python scripts/fit_kernels.py KERNELS_DIR [--out advisor/cost/kernel_params.json] [--slices tests/data/kernels]
 
-KERNELS_DIR holds one folder per GPU with gzipped CSV tables (moe, gemm, attention_generation), measured by
+KERNELS_DIR holds one folder per GPU with gzipped CSV tables (moe, gemm, attention_generation,
+attention_context, mla_generation, mla_context), measured by
 NVIDIA's aiconfigurator collectors (ai-dynamo/aiconfigurator @095f58a5,
 `aic-core/src/aiconfigurator_core/systems/data/<system>/`, Apache-2.0); tests/data/kernels/README.md says
 where to get them. Each model has one parameter set per weight format (or KV dtype) shared by every GPU
@@ -128,6 +129,51 @@ def attention_rows(src: Path) -> list[dict[str, Any]]:
     return sample(out, SAMPLE)
 
 
+def prefill_rows(src: Path) -> list[dict[str, Any]]:
+    """Prefill attention over whole prompts (no prefix, no sliding window), by the kernel vLLM runs by default
+    on each GPU: the table's most common kernel there (FA3 on H100, FlashInfer TRT-LLM prefill on B200)."""
+    out = []
+    for gpu in GPUS:
+        rows = [r for r in read_table(src, gpu, "attention_context")
+                if r["step"] == "0" and int(r.get("window_size") or 0) == 0]
+        if not rows:
+            continue
+        kernel = max(set(r["kernel_source"] for r in rows), key=[r["kernel_source"] for r in rows].count)
+        for r in rows:
+            if r["kernel_source"] != kernel:
+                continue
+            b, isl, d = int(r["batch_size"]), int(r["isl"]), int(r["head_dim"])
+            out.append({"gpu": gpu, "kv": r["kv_cache_dtype"], "tokens": b * isl, "ctx": isl / 2,
+                        "h": int(r["num_heads"]), "g": int(r["num_key_value_heads"]), "d": d,
+                        "b_kv": 1.0 if r["kv_cache_dtype"] == "fp8" else 2.0, "lat_us": float(r["latency_ms"]) * 1e3})
+    return sample(out, SAMPLE)
+
+
+def mla_prefill_rows(src: Path) -> list[dict[str, Any]]:
+    """MLA prefill: the tables time the whole module
+    (projections + attention), so per (GPU, KV dtype, heads, batch) the quadratic term of latency against the
+    prompt length (least squares over prompts of 4k-32k tokens, BF16 projections, TP 1) is the attention's:
+    `lat_us` = ns per squared prompt token. DeepSeek-V3's heads: d_k = 128 + 64, d_v = 128."""
+    groups: dict[tuple[str, str, int, int], list[tuple[float, float]]] = {}
+    for gpu in GPUS:
+        for r in read_table(src, gpu, "mla_context"):
+            if r["tp_size"] != "1" or r["gemm_type"] != "bfloat16" or r["kernel_source"] not in ("FLASH_ATTN",
+                                                                                                 "TRITON_MLA"):
+                continue
+            if int(r["isl"]) >= 4096:
+                key = (gpu, r["kv_cache_dtype"], int(r["num_heads"]), int(r["batch_size"]))
+                groups.setdefault(key, []).append((float(r["isl"]), float(r["latency_ms"])))
+    out = []
+    for (gpu, kv, h, b), pts in sorted(groups.items()):
+        x, y = np.array(pts).T
+        if len(x) < 4:
+            continue
+        quad = np.polyfit(x, y, 2)[0] * 1e6  # ns per squared prompt token
+        if quad > 0:
+            out.append({"gpu": gpu, "kv": kv, "b": b, "h": h, "lat_us": quad})
+    return out
+
+
 NATIVE_MLA_SM = ("sm90", "sm100", "sm103")  # FlashMLA / FlashInfer / CUTLASS MLA; other GPUs run Triton MLA
 
 
@@ -189,6 +235,19 @@ def predict_attention(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dic
     return attention_decode_us(f, c["b_kv"], c["b"], c["ctx"], c["h"], c["g"], c["d"], c["bw"], c["peak_bf16"], P)
 
 
+def predict_prefill(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dict[str, float]) -> np.ndarray:
+    from advisor.cost.kernels import attention_prefill_us
+
+    return attention_prefill_us(f, c["b_kv"], c["tokens"], c["ctx"], c["h"], c["g"], c["d"], c["d"], c["bw"],
+                                c["peak_bf16"], P)
+
+
+def predict_mla_prefill(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dict[str, float]) -> np.ndarray:
+    # ns per squared prompt token: b n^2 h (d_k + d_v) FLOPs (the causal half of QK^T and PV, up-projected
+    # heads of DeepSeek-V3: d_k 128 + 64, d_v 128) at e_f of the BF16 peak
+    return c["b"] * c["h"] * (192 + 128) / (c["peak_bf16"] * f["e_f"]) * 1e9
+
+
 def predict_mla(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dict[str, float]) -> np.ndarray:
     from advisor.cost.kernels import mla_decode_us
 
@@ -203,6 +262,8 @@ MODELS: dict[str, tuple[str, tuple[str, ...], dict[str, float], Callable[..., np
     "gemm": ("fmt", ("t0_us", "e_bw", "e_f"), {"m_h": 16.0, "p": 2.0}, predict_gemm),
     "attention": ("kv", ("t0_us", "e_bw", "e_f", "rho_ns_per_B"), {"p": 2.0}, predict_attention),
     "mla": ("cls", ("e_bw", "e_f"), {"p": 2.0}, predict_mla),
+    "prefill": ("kv", ("t0_us", "e_bw", "e_f"), {"p": 2.0}, predict_prefill),
+    "mla_prefill": ("kv", ("e_f",), {}, predict_mla_prefill),
 }
 START = {"t0_us": 10.0, "e_bw": 0.8, "e_f": 0.4, "kappa_ns_per_B": 1.0, "rho_ns_per_B": 0.1}
 EFFICIENCIES = ("e_bw", "e_f")
@@ -266,7 +327,9 @@ SLICE_COLUMNS = {"moe": ("gpu", "fmt", "T", "h", "I", "k", "E", "tp", "ep", "dis
                          "lat_us"),
                  "gemm": ("gpu", "fmt", "m", "n", "k", "lat_us"),
                  "attention": ("gpu", "kv", "b", "ctx", "h", "g", "d", "b_kv", "lat_us"),
-                 "mla": ("gpu", "cls", "b", "h", "b_kv", "lat_us")}
+                 "mla": ("gpu", "cls", "b", "h", "b_kv", "lat_us"),
+                 "prefill": ("gpu", "kv", "tokens", "ctx", "h", "g", "d", "b_kv", "lat_us"),
+                 "mla_prefill": ("gpu", "kv", "b", "h", "lat_us")}
 
 
 def write_slice(path: Path, model: str, rows: list[dict[str, Any]]) -> None:
@@ -276,7 +339,7 @@ def write_slice(path: Path, model: str, rows: list[dict[str, Any]]) -> None:
         w = csv.DictWriter(fh, fieldnames=list(SLICE_COLUMNS[model]), extrasaction="ignore", lineterminator="\n")
         w.writeheader()
         for r in rows:
-            w.writerow({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
+            w.writerow({k: (float(f"{v:.6g}") if isinstance(v, float) else v) for k, v in r.items()})
 
 
 def main() -> int:
@@ -284,14 +347,15 @@ def main() -> int:
     ap.add_argument("src", type=Path, help="folder with one subfolder of kernel tables per GPU")
     ap.add_argument("--out", type=Path, default=REPO / "advisor" / "cost" / "kernel_params.json")
     ap.add_argument("--slices", type=Path, default=REPO / "tests" / "data" / "kernels")
-    ap.add_argument("--only", nargs="*", help="refit only these models (moe, gemm, attention, mla)")
+    ap.add_argument("--only", nargs="*", help="refit only these models (names as in MODELS)")
     args = ap.parse_args()
     from advisor.files import write_atomic
 
     doc: dict[str, Any] = {"source": "ai-dynamo/aiconfigurator @095f58a5 measured kernel tables (vLLM 0.24.0 on "
                                      "rtx-pro-6000-server, h100-sxm, b200-sxm, b300-sxm, gb200, l40s; 0.14.0 on "
                                      "a100-sxm), fitted by scripts/fit_kernels.py", "sampled_rows": SAMPLE}
-    readers = {"moe": moe_rows, "gemm": gemm_rows, "attention": attention_rows, "mla": mla_rows}
+    readers = {"moe": moe_rows, "gemm": gemm_rows, "attention": attention_rows, "mla": mla_rows,
+               "prefill": prefill_rows, "mla_prefill": mla_prefill_rows}
     only = [m for m in readers if m in (args.only or readers)]
     if args.only:  # refit some models, keep the others' shipped parameters
         doc = {**json.loads(args.out.read_text(encoding="utf-8")), **doc}

@@ -161,7 +161,8 @@ def test_higher_bandwidth_efficiency_is_faster(hw: HardwareProfile) -> None:
 def test_prefill_is_compute_bound(hw: HardwareProfile) -> None:
     got = step(feats(LLAMA8, Plan(tp=1), hw), hw, 8192, ctx=4096, decode=False)
     assert got["compute"][0] > got["weights"][0]
-    assert got["kv"][0] == 0
+    # no KV cache is read; the attention's own Q, K, V, O traffic (32 layers x 20 KB per token) is small
+    assert 0 < got["kv"][0] < 0.05 * got["compute"][0]
 
 
 def test_prefill_logits_gather_is_one_row_per_request(hw: HardwareProfile) -> None:

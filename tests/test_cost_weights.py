@@ -47,6 +47,25 @@ def test_nvfp4_on_kimi_matches_nvidias_checkpoint() -> None:
     assert total(requantize(arch(KIMI), "nvfp4")) == pytest.approx(nvidia.weight_bytes, rel=1e-9)
 
 
+def test_nvfp4_on_a_dense_model_quantizes_attention_too() -> None:
+    # NVIDIA's dense NVFP4 exports keep only lm_head at full precision: the Hub counts 41B safetensors elements
+    # for nvidia/Llama-3.3-70B-Instruct-NVFP4 (FP4 packed two per U8, one FP8 scale per 16, BF16 embed/lm_head)
+    got = requantize(arch(LLAMA70), "nvfp4")
+    assert fmts(got)["attn"] == "nvfp4" and fmts(got)["dense_mlp"] == "nvfp4" and fmts(got)["lm_head"] == "bf16"
+    elements = sum(w.params * (0.5 + 1 / 16) if w.fmt == "nvfp4" else w.params for w in got if w.name != "norms")
+    assert elements / 1e9 == pytest.approx(41, abs=0.5)
+
+
+def test_the_catalogs_qwen3_32b_nvfp4_is_every_linear_layer_in_fp4() -> None:
+    # its byte-identical mirror's card: all Linear layers NVFP4, lm_head full precision, FP8 KV; the Hub counts
+    # 19B safetensors elements for an export of it (BF16 attention would make 21.8B)
+    a = arch("nvidia/Qwen3-32B-NVFP4")
+    assert fmts(a.weights)["attn"] == "nvfp4" and a.kv_dtype == "fp8"
+    elements = sum(w.params * (0.5 + 1 / 16) if w.fmt == "nvfp4" else w.params for w in a.weights)
+    assert elements / 1e9 == pytest.approx(19, abs=0.5)
+    assert fmts(requantize(arch("Qwen/Qwen3-32B"), "nvfp4")) == fmts(a.weights)
+
+
 def test_fp8_on_bf16_model_roughly_halves_bytes() -> None:
     llama = arch(LLAMA70)
     assert llama.weight_dtype == "bf16"

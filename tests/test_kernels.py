@@ -40,6 +40,25 @@ def test_attention_decode_by_hand() -> None:
     assert got == pytest.approx(10 + kv / (0.8 * 3.35e12) * 1e6, rel=1e-3)
 
 
+def test_prefill_attention_by_hand() -> None:
+    # one 8192-token prompt, 64 query heads of 128 dims: 2 x 8192 x 4096 x 64 x 256 FLOPs = 1.1 PFLOP... / 1e3
+    # = 1.13e12 FLOPs at 0.5 x 989 TFLOP/s = 2.29 ms; memory (Q, O, K, V: 8192 x (128 + 16) x 256 B) is tiny
+    f = {"t0_us": 10.0, "e_bw": 1.0, "e_f": 0.5}
+    flops = 2 * 8192 * 4096 * 64 * 256
+    got = kernels.attention_prefill_us(f, 2.0, 8192, 4096, 64, 8, 128, 128, 3.35e12, 989e12, {"p": 50.0})
+    assert got == pytest.approx(10 + flops / (0.5 * 989e12) * 1e6, rel=1e-3)
+
+
+def test_mla_prefill_runs_the_up_projected_form() -> None:
+    # the MLA tables' growth with prompt length needs the up-projected heads' FLOPs (d_k 192 + d_v 128): the
+    # fitted efficiency is a plausible share of the BF16 peak, where the absorbed latent form (576 + 512, 3.4x
+    # the FLOPs) would need more than the peak
+    for kv in ("bf16", "fp8"):
+        e_f = kernels.mla_prefill_params(kv)["e_f"]
+        assert 0.5 < e_f < 1.0
+        assert e_f * (576 + 512) / (192 + 128) > 1.0
+
+
 def test_mla_decode_is_memory_bound_on_native_kernels() -> None:
     # FlashInfer MLA on B200: the per-context slope does not grow with heads (1 -> 128 heads, same ns/token)
     c = slice_columns("mla")
@@ -64,7 +83,7 @@ def test_triton_mla_is_compute_bound_at_many_heads() -> None:
 
 
 @pytest.mark.parametrize("model,in_sample_max", [("moe", 30.0), ("gemm", 30.0), ("attention", 30.0),
-                                                 ("mla", 30.0)])
+                                                 ("mla", 30.0), ("prefill", 30.0), ("mla_prefill", 30.0)])
 def test_shipped_parameters_on_the_slices(model: str, in_sample_max: float) -> None:
     # the shipped parameters reproduce their own table's slice: median |error| under the stated bound
     c = slice_columns(model)
@@ -77,7 +96,7 @@ def test_shipped_parameters_on_the_slices(model: str, in_sample_max: float) -> N
 
 def test_leave_one_gpu_out_is_recorded_for_every_gpu() -> None:
     # each mechanism predicts a GPU it was not fitted on within 40% median |error| (the kernel check)
-    for model in ("moe", "gemm", "attention", "mla"):
+    for model in ("moe", "gemm", "attention", "mla", "prefill", "mla_prefill"):
         logo = kernels.params()[model]["logo"]
         assert {"h100-sxm", "b200-sxm", "rtx-pro-6000-server"} <= set(logo)
         assert all(v["median_abs_pct"] < 40 for v in logo.values()), (model, logo)

@@ -41,8 +41,9 @@ class AttnGroup(Frozen):
     """Attention geometry of `layers` decoder layers of one kind.
 
     KV per token per layer: full/sliding store `kv_heads * (k_dim + v_dim)` elements, sharded by TP
-    down to one head per rank; mla stores `latent_dim` replicated on every rank; linear/mamba hold
-    `state_elems` per sequence (sharded by TP) instead of per-token KV."""
+    down to one head per rank; mla stores `latent_dim` replicated on every rank (its `k_dim`/`v_dim` are the
+    up-projected heads prefill attends with); linear/mamba hold `state_elems` per sequence (sharded by TP)
+    instead of per-token KV."""
 
     kind: AttnKind
     layers: int

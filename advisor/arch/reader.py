@@ -168,6 +168,7 @@ def _attn_group(cfg: Cfg, kind: str, count: int, state: dict[str, int]) -> AttnG
         return AttnGroup(kind="mla", layers=count, num_heads=heads, kv_heads=1, latent_dim=latent,
                          rope_dim=cfg.int("qk_rope_head_dim"),
                          head_dim=cfg.int("qk_nope_head_dim") + cfg.int("qk_rope_head_dim"),
+                         k_dim=cfg.int("qk_nope_head_dim") + cfg.int("qk_rope_head_dim"), v_dim=cfg.int("v_head_dim"),
                          index_bytes_per_token=index, index_topk=topk, window=_window(cfg, kind))
     g = blocks.attn_geom(cfg, kind)
     return AttnGroup(kind="full" if kind == "full" else "sliding", layers=count, num_heads=g.heads,

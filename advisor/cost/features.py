@@ -78,8 +78,12 @@ class Features:
     kv_win: np.ndarray  # KV bytes per context token, windowed layers
     window: np.ndarray
     state_bytes: np.ndarray  # linear-attention/mamba state per sequence
-    attn_full_flops: np.ndarray  # attention FLOPs per (token, context token), full layers
+    attn_full_flops: np.ndarray  # prefill attention FLOPs per (token, context token), full layers
     attn_win_flops: np.ndarray
+    pre_bytes: np.ndarray  # prefill attention bytes per prompt token (Q, O, K, V), all layers
+    pre_t0_us: np.ndarray  # prefill attention: fixed latency per call, efficiencies (`kernels.prefill_params`)
+    pre_e_bw: np.ndarray
+    pre_e_f: np.ndarray
     coll_calls: np.ndarray  # [P, S] calls per forward of each collective slot (`collectives.SLOTS`)
     coll_bytes: np.ndarray  # [P, S] message bytes per unit (token, sampled row, or the whole message)
     coll_group: np.ndarray  # [P, S] GPUs in the slot's group
@@ -197,19 +201,24 @@ def _attention(arch: ModelArch, plan: Plan, b_kv: float, sm: str) -> dict[str, f
     out = {"attn_layers": 0.0, "attn_heads": 0.0, "attn_kv_heads": 1.0, "attn_head_dim": 1.0, "win_layers": 0.0,
            "win_heads": 0.0, "win_kv_heads": 1.0, "win_head_dim": 1.0, "window": 0.0, "index_bytes": 0.0,
            "index_topk": 0.0, "attn_full_flops": 0.0, "attn_win_flops": 0.0, "attn_mla": 0.0, "mla_latent": 0.0,
-           "mla_rope": 0.0}
+           "mla_rope": 0.0, "pre_bytes": 0.0}
     for g in arch.attn_groups:
         if g.kind in ("linear", "mamba"):
             continue
         heads = g.num_heads / plan.tp
+        dk, dv = g.k_dim, g.v_dim or g.k_dim
         if g.kind == "mla":
             kv_heads, head_dim = 1.0, g.latent_dim / 2  # one latent vector per token, K and V read once
-            flops = 2 * heads * 2 * g.latent_dim * g.layers  # absorbed QK^T and PV over the latent
             out["attn_mla"], out["mla_rope"] = 1.0, float(g.rope_dim)
             out["mla_latent"] = float(g.latent_dim - g.rope_dim)
+            pre_kv_heads = heads  # prefill attends with the up-projected heads (`kernels` docstring)
+            if g.index_topk:  # DSA's sparse prefill attends over the latent (absorbed form)
+                dk, dv = g.latent_dim, g.latent_dim - g.rope_dim
         else:
-            kv_heads, head_dim = max(1.0, g.kv_heads / plan.tp), (g.k_dim + (g.v_dim or g.k_dim)) / 2
-            flops = 2 * heads * (g.k_dim + (g.v_dim or g.k_dim)) * g.layers
+            kv_heads, head_dim = max(1.0, g.kv_heads / plan.tp), (dk + dv) / 2
+            pre_kv_heads = kv_heads
+        flops = 2 * heads * (dk + dv) * g.layers  # QK^T and PV per (query token, context token)
+        out["pre_bytes"] += (heads * 2 + pre_kv_heads * b_kv) * (dk + dv) * g.layers
         pre = "win" if g.window is not None else "attn"
         out[f"{pre}_layers"] += g.layers
         out[f"{pre}_heads"], out[f"{pre}_kv_heads"], out[f"{pre}_head_dim"] = heads, kv_heads, head_dim
@@ -221,4 +230,7 @@ def _attention(arch: ModelArch, plan: Plan, b_kv: float, sm: str) -> dict[str, f
     kv = "fp8" if b_kv == 1.0 else "bf16"
     a = kernels.attention_params(kv)
     eff = kernels.mla_params(kv, sm) if out["attn_mla"] else a
-    return {**out, "b_kv": b_kv, "attn_t0_us": a["t0_us"], "attn_e_bw": eff["e_bw"], "attn_e_f": eff["e_f"]}
+    pre = kernels.prefill_params(kv)
+    pre_e_f = kernels.mla_prefill_params(kv)["e_f"] if out["attn_mla"] else pre["e_f"]
+    return {**out, "b_kv": b_kv, "attn_t0_us": a["t0_us"], "attn_e_bw": eff["e_bw"], "attn_e_f": eff["e_f"],
+            "pre_t0_us": pre["t0_us"], "pre_e_bw": pre["e_bw"], "pre_e_f": pre_e_f}

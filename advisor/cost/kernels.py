@@ -16,6 +16,12 @@ never measured is predicted from its spec sheet.
   expert's rows padded to the block M); plus pairs h a / bw for permute / quantize / combine traffic.
 - Decode attention over a paged KV cache (FlashAttention / FlashInfer decode): tw = KV bytes / bw + L d b
   rho (one CTA streams one sequence's KV); tc = 4 b h L d / peak_bf16.
+- Prefill (context) attention, causal, over a prompt's own tokens (FlashAttention 3 on sm90, FlashInfer's
+  TRT-LLM prefill kernel on sm100, FlashAttention elsewhere): `tokens` queries of mean context `ctx`;
+  tc = 2 tokens ctx h (d_k + d_v) / peak_bf16 (QK^T and PV, the causal half of the square); tw = (tokens h
+  (d_k + d_v) 2 + tokens g (d_k + d_v) b_kv) / bw (Q in and O out in BF16, K and V read once). MLA prefill
+  runs this form too, on the up-projected heads (vLLM `v1/attention/backends/mla/common.py`: the
+  "compute friendly" path for prefill, d_k = nope + rope, d_v = v_head_dim, g = h).
 - MLA decode over the latent cache (absorbed weights; vLLM `attention/backends/mla/`: FlashMLA on sm90,
   FlashInfer/CUTLASS MLA on sm100, Triton MLA elsewhere, chosen in `platforms/cuda.py:
   get_attn_backend_cls`): tw = b L (r + rope) b_kv / bw (each latent read once for all heads);
@@ -89,6 +95,18 @@ def attention_params(kv_dtype: str) -> dict[str, float]:
     return dict(params()["attention"]["by_kv"]["fp8" if kv_dtype == "fp8" else "bfloat16"])
 
 
+@cache  # pure in its string argument; callers only read the dict
+def prefill_params(kv_dtype: str) -> dict[str, float]:
+    """t0_us, e_bw, e_f of prefill attention with a `kv_dtype` cache."""
+    return dict(params()["prefill"]["by_kv"]["fp8" if kv_dtype == "fp8" else "bfloat16"])
+
+
+@cache  # pure in its string argument; callers only read the dict
+def mla_prefill_params(kv_dtype: str) -> dict[str, float]:
+    """e_f of MLA prefill (up-projected heads), fitted to the growth with prompt length of the MLA tables."""
+    return dict(params()["mla_prefill"]["by_kv"]["fp8" if kv_dtype == "fp8" else "bfloat16"])
+
+
 NATIVE_MLA_SM = ("sm90", "sm100", "sm103")
 
 
@@ -129,6 +147,16 @@ def moe_us(f: Any, n_act: Any, pairs: Any, hidden: Any, inter: Any, mats: Any, b
     tw = n_act * w_expert / (bw * f["e_bw"] * slim) * 1e6 + (hidden + inter) * b_w * f["kappa_ns_per_B"] * 1e-3
     tc = (pairs + n_act * P["m_h"]) * 2 * mats * hidden * inter / (peak * f["e_f"]) * 1e6
     return f["t0_us"] + _pnorm(tw, tc, P["p"]) + pairs * hidden * P["a_act_B"] / bw * 1e6
+
+
+def attention_prefill_us(f: Any, b_kv: Any, tokens: Any, ctx: Any, heads: Any, kv_heads: Any, dk: Any, dv: Any,
+                         bw: Any, peak_bf16: Any, P: Any = None) -> Any:
+    """Microseconds of one prefill-attention call: `tokens` query tokens attending to `ctx` tokens on average
+    (a causal prompt of n tokens: ctx = n / 2); `f` holds t0_us, e_bw, e_f; `P` the shared p."""
+    P = P or params()["prefill"]
+    tw = (tokens * heads * (dk + dv) * 2 + tokens * kv_heads * (dk + dv) * b_kv) / (bw * f["e_bw"]) * 1e6
+    tc = 2 * tokens * ctx * heads * (dk + dv) / (peak_bf16 * f["e_f"]) * 1e6
+    return f["t0_us"] + _pnorm(tw, tc, P["p"])
 
 
 def attention_decode_us(f: Any, b_kv: Any, batch: Any, ctx: Any, heads: Any, kv_heads: Any, head_dim: Any,

@@ -71,21 +71,21 @@ def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: n
     parts_w, parts_c, fixed = _gemms(F, bw, terms, tokens)
     moe_w, moe_c, moe_fixed = _moe(F, bw, terms, tokens * F.dp)
     kv, attn_fixed = _decode_attention(F, bw, peak16 * terms.flops_scale, dec, ctx, q)
-    prefill_attn = pre * (ctx_pre * F.attn_full_flops
-                          + np.minimum(ctx_pre, np.where(F.window > 0, F.window, ctx_pre)) * F.attn_win_flops)
-    compute = parts_c + moe_c + prefill_attn / (peak16 * F.gemm_e_f * terms.flops_scale)
+    pre_w, pre_c, pre_fixed = _prefill_attention(F, bw, peak16 * terms.flops_scale, pre, ctx_pre)
+    attn_fixed = attn_fixed + pre_fixed
+    compute = parts_c + moe_c + pre_c
     comm_t = collectives_time(F, comm, tokens, sampled) * terms.comm_latency_scale
     fixed = fixed * terms.gemm_launch_scale
     overhead = (fixed + moe_fixed + attn_fixed) * 1e-6 + F.layers * terms.layer_overhead_us * 1e-6 \
         + terms.step_overhead_us * 1e-6
-    parts = {"weights": parts_w + moe_w, "kv": kv + dec * F.state_bytes / bw, "compute": compute, "comm": comm_t,
-             "overhead": overhead}
+    parts = {"weights": parts_w + moe_w, "kv": kv + pre_w + dec * F.state_bytes / bw, "compute": compute,
+             "comm": comm_t, "overhead": overhead}
     shape = np.broadcast_shapes(*(np.shape(v) for v in parts.values()))
     out = {k: np.broadcast_to(v, shape) for k, v in parts.items()}
     out["total"] = sum(out.values())  # type: ignore[assignment]
     # the same time by mechanism (what `explain` and the case study report): each kernel chain with its
     # fixed latency, the collectives, and the step-level fixed time
-    attention = parts["kv"] + attn_fixed * 1e-6 + prefill_attn / (peak16 * F.gemm_e_f * terms.flops_scale)
+    attention = parts["kv"] + attn_fixed * 1e-6 + pre_c
     mech = {"gemm": parts_w + parts_c + fixed * 1e-6, "moe": moe_w + moe_c + moe_fixed * 1e-6,
             "attention": attention, "collectives": comm_t,
             "fixed": F.layers * terms.layer_overhead_us * 1e-6 + terms.step_overhead_us * 1e-6}
@@ -156,6 +156,18 @@ def _decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray,
     us = F.attn_layers * (full + indexer) + F.win_layers * win
     fixed = (F.attn_layers + F.win_layers) * F.attn_t0_us * (dec > 0)
     return us * 1e-6, fixed
+
+
+def _prefill_attention(F: Features, bw: float, peak: float, pre: np.ndarray,
+                       ctx_pre: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Prefill attention of `pre` prompt tokens of mean context `ctx_pre`, every layer
+    (`kernels.attention_prefill_us`; windowed layers see at most the window): (memory seconds, compute-excess
+    seconds, fixed microseconds)."""
+    ctx_win = np.minimum(ctx_pre, np.where(F.window > 0, F.window, ctx_pre))
+    tc = pre * (ctx_pre * F.attn_full_flops + ctx_win * F.attn_win_flops) / (peak * F.pre_e_f)
+    tw = pre * F.pre_bytes / (bw * F.pre_e_bw)
+    w, c = _split(tw, tc, kernels.params()["prefill"]["p"])
+    return w, c, (F.attn_layers + F.win_layers) * F.pre_t0_us * (pre > 0)
 
 
 _GROUPS: dict[str, object] = {}  # the last features' plan groups per slot (a sweep calls the step ~4 times)
