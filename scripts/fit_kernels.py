@@ -4,7 +4,7 @@ was not fitted on, and write the shipped parameters and the compact slices the t
     python scripts/fit_kernels.py KERNELS_DIR [--out advisor/cost/kernel_params.json] [--slices tests/data/kernels]
 
 KERNELS_DIR holds one folder per GPU with gzipped CSV tables (moe, gemm, attention_generation,
-attention_context, mla_generation, mla_context), measured by
+attention_context, mla_generation, mla_context, gdn), measured by
 NVIDIA's aiconfigurator collectors (ai-dynamo/aiconfigurator @095f58a5,
 `aic-core/src/aiconfigurator_core/systems/data/<system>/`, Apache-2.0); tests/data/kernels/README.md says
 where to get them. Each model has one parameter set per weight format (or KV dtype) shared by every GPU
@@ -174,6 +174,23 @@ def mla_prefill_rows(src: Path) -> list[dict[str, Any]]:
     return out
 
 
+def gdn_rows(src: Path, phase: str) -> list[dict[str, Any]]:
+    """Gated DeltaNet layers (gdn tables, Qwen3.5 shapes): per configuration the causal conv1d and the delta-rule
+    kernel summed (`phase` "generation": decode, "context": prefill of `b` prompts of `seq` tokens)."""
+    out = []
+    for gpu in GPUS:
+        acc: dict[tuple[Any, ...], list[float]] = {}
+        for r in read_table(src, gpu, "gdn"):
+            if r["phase"] == phase:
+                key = tuple(int(r[c]) for c in ("batch_size", "seq_len", "num_v_heads", "head_k_dim", "head_v_dim"))
+                acc.setdefault(key + (r["model_name"],), []).append(float(r["latency_ms"]) * 1e3)
+        for (b, seq, nv, dk, dv, _), lats in acc.items():
+            if len(lats) == 2:  # conv + delta rule
+                out.append({"gpu": gpu, "kind": "gdn", "b": b, "seq": seq, "nv": nv, "dk": dk, "dv": dv,
+                            "lat_us": sum(lats)})
+    return sample(out, SAMPLE)
+
+
 NATIVE_MLA_SM = ("sm90", "sm100", "sm103")  # FlashMLA / FlashInfer / CUTLASS MLA; other GPUs run Triton MLA
 
 
@@ -248,6 +265,18 @@ def predict_mla_prefill(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: d
     return c["b"] * c["h"] * (192 + 128) / (c["peak_bf16"] * f["e_f"]) * 1e9
 
 
+def predict_gdn_decode(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dict[str, float]) -> np.ndarray:
+    from advisor.cost.kernels import gdn_decode_us
+
+    return gdn_decode_us(f, c["b"], c["nv"], c["dk"], c["dv"], c["bw"])
+
+
+def predict_gdn_prefill(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dict[str, float]) -> np.ndarray:
+    from advisor.cost.kernels import gdn_prefill_us
+
+    return gdn_prefill_us(f, c["b"], c["seq"], c["nv"], c["dk"], c["dv"], c["peak_bf16"], P["p"])
+
+
 def predict_mla(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dict[str, float]) -> np.ndarray:
     from advisor.cost.kernels import mla_decode_us
 
@@ -264,8 +293,10 @@ MODELS: dict[str, tuple[str, tuple[str, ...], dict[str, float], Callable[..., np
     "mla": ("cls", ("e_bw", "e_f"), {"p": 2.0}, predict_mla),
     "prefill": ("kv", ("t0_us", "e_bw", "e_f"), {"p": 2.0}, predict_prefill),
     "mla_prefill": ("kv", ("e_f",), {}, predict_mla_prefill),
+    "gdn_decode": ("kind", ("t0_us", "e_bw"), {}, predict_gdn_decode),
+    "gdn_prefill": ("kind", ("t0_us", "e_f", "seq_ns"), {"p": 2.0}, predict_gdn_prefill),
 }
-START = {"t0_us": 10.0, "e_bw": 0.8, "e_f": 0.4, "kappa_ns_per_B": 1.0, "rho_ns_per_B": 0.1}
+START = {"t0_us": 10.0, "e_bw": 0.8, "e_f": 0.4, "kappa_ns_per_B": 1.0, "rho_ns_per_B": 0.1, "seq_ns": 40.0}
 EFFICIENCIES = ("e_bw", "e_f")
 
 
@@ -329,7 +360,9 @@ SLICE_COLUMNS = {"moe": ("gpu", "fmt", "T", "h", "I", "k", "E", "tp", "ep", "dis
                  "attention": ("gpu", "kv", "b", "ctx", "h", "g", "d", "b_kv", "lat_us"),
                  "mla": ("gpu", "cls", "b", "h", "b_kv", "lat_us"),
                  "prefill": ("gpu", "kv", "tokens", "ctx", "h", "g", "d", "b_kv", "lat_us"),
-                 "mla_prefill": ("gpu", "kv", "b", "h", "lat_us")}
+                 "mla_prefill": ("gpu", "kv", "b", "h", "lat_us"),
+                 "gdn_decode": ("gpu", "kind", "b", "seq", "nv", "dk", "dv", "lat_us"),
+                 "gdn_prefill": ("gpu", "kind", "b", "seq", "nv", "dk", "dv", "lat_us")}
 
 
 def write_slice(path: Path, model: str, rows: list[dict[str, Any]]) -> None:
@@ -355,7 +388,9 @@ def main() -> int:
                                      "rtx-pro-6000-server, h100-sxm, b200-sxm, b300-sxm, gb200, l40s; 0.14.0 on "
                                      "a100-sxm), fitted by scripts/fit_kernels.py", "sampled_rows": SAMPLE}
     readers = {"moe": moe_rows, "gemm": gemm_rows, "attention": attention_rows, "mla": mla_rows,
-               "prefill": prefill_rows, "mla_prefill": mla_prefill_rows}
+               "prefill": prefill_rows, "mla_prefill": mla_prefill_rows,
+               "gdn_decode": lambda src: gdn_rows(src, "generation"),
+               "gdn_prefill": lambda src: gdn_rows(src, "context")}
     only = [m for m in readers if m in (args.only or readers)]
     if args.only:  # refit some models, keep the others' shipped parameters
         doc = {**json.loads(args.out.read_text(encoding="utf-8")), **doc}

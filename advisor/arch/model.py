@@ -43,7 +43,7 @@ class AttnGroup(Frozen):
     KV per token per layer: full/sliding store `kv_heads * (k_dim + v_dim)` elements, sharded by TP
     down to one head per rank; mla stores `latent_dim` replicated on every rank (its `k_dim`/`v_dim` are the
     up-projected heads prefill attends with); linear/mamba hold `state_elems` per sequence (sharded by TP)
-    instead of per-token KV."""
+    instead of per-token KV (a Gated DeltaNet group: `kv_heads` value heads of a k_dim x v_dim state)."""
 
     kind: AttnKind
     layers: int

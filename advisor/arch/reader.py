@@ -156,6 +156,10 @@ def _attn_groups(cfg: Cfg, per_layer: list[Layer], state: dict[str, int]) -> tup
 
 def _attn_group(cfg: Cfg, kind: str, count: int, state: dict[str, int]) -> AttnGroup:
     heads = cfg.int("num_attention_heads")
+    if kind == "linear" and cfg.has("linear_num_value_heads"):  # Gated DeltaNet: value heads of dk x dv state
+        return AttnGroup(kind=kind, layers=count, num_heads=heads, state_elems=state[kind],
+                         kv_heads=cfg.int("linear_num_value_heads"), k_dim=cfg.int("linear_key_head_dim"),
+                         v_dim=cfg.int("linear_value_head_dim"))
     if kind in ("linear", "mamba"):
         return AttnGroup(kind=kind, layers=count, num_heads=heads, state_elems=state[kind])
     if cfg.has("kv_lora_rank"):

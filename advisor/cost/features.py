@@ -78,6 +78,11 @@ class Features:
     kv_win: np.ndarray  # KV bytes per context token, windowed layers
     window: np.ndarray
     state_bytes: np.ndarray  # linear-attention/mamba state per sequence
+    state_step_bytes: np.ndarray  # of it, what a decode step reads outside the Gated DeltaNet kernels
+    gdn_layers: np.ndarray  # Gated DeltaNet layers, their value heads per GPU and state head dims
+    gdn_heads: np.ndarray
+    gdn_dk: np.ndarray
+    gdn_dv: np.ndarray
     attn_full_flops: np.ndarray  # prefill attention FLOPs per (token, context token), full layers
     attn_win_flops: np.ndarray
     pre_bytes: np.ndarray  # prefill attention bytes per prompt token (Q, O, K, V), all layers
@@ -134,7 +139,7 @@ def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Se
         "pp": plan.pp, "dp": plan.dp, "ep": plan.ep, **_dense(arch, plan, hw, weights, fp4),
         **_moe(arch, plan, hw, weights, fp4), **_attention(arch, plan, b, hw.gpu.sm or ""),
         "kv_full": arch.kv_bytes_per_token(plan.tp, b), "kv_win": arch.windowed_kv_bytes_per_token(plan.tp, b),
-        "state_bytes": arch.state_bytes_per_seq(plan.tp),
+        "state_bytes": arch.state_bytes_per_seq(plan.tp), **_gdn(arch, plan),
         **{f"coll_{k}": [slots[s.name][j] for s in SLOTS] for j, k in enumerate(("calls", "bytes", "group"))},
         "kv_room": max(mem.kv_cache_bytes, 0.0), "num_seqs": settings.num_seqs(hw.gpu.memory_bytes),
         **_speculation(arch, settings),
@@ -193,6 +198,17 @@ def _speculation(arch: ModelArch, settings: Settings) -> dict[str, float]:
     if not k or a is None:
         return {"spec_k": 0.0, "spec_tokens": 1.0}
     return {"spec_k": float(k), "spec_tokens": tokens_per_step(k, a)}
+
+
+def _gdn(arch: ModelArch, plan: Plan) -> dict[str, float]:
+    """Gated DeltaNet layers (costed by `kernels.gdn_*_us`) and the other linear/mamba state a step reads."""
+    gdn = [g for g in arch.attn_groups if g.kind == "linear" and g.kv_heads]
+    other = sum(g.layers * g.state_elems * 2.0 / plan.tp for g in arch.attn_groups
+                if g.kind in ("linear", "mamba") and g not in gdn)
+    g = gdn[0] if gdn else None
+    return {"state_step_bytes": other, "gdn_layers": float(sum(x.layers for x in gdn)),
+            "gdn_heads": g.kv_heads / plan.tp if g else 0.0, "gdn_dk": float(g.k_dim) if g else 0.0,
+            "gdn_dv": float(g.v_dim) if g else 0.0}
 
 
 def _attention(arch: ModelArch, plan: Plan, b_kv: float, sm: str) -> dict[str, float]:

@@ -22,6 +22,11 @@ never measured is predicted from its spec sheet.
   (d_k + d_v) 2 + tokens g (d_k + d_v) b_kv) / bw (Q in and O out in BF16, K and V read once). MLA prefill
   runs this form too, on the up-projected heads (vLLM `v1/attention/backends/mla/common.py`: the
   "compute friendly" path for prefill, d_k = nope + rope, d_v = v_head_dim, g = h).
+- Gated DeltaNet layer (Qwen3-Next/3.5 linear attention; vLLM `gdn_linear_attn.py`: causal conv1d, then
+  the FLA/FlashInfer gated delta rule), `heads` value heads of dk x dv state per GPU. Decode: the state is
+  read and written once per sequence, tw = 2 batch heads dk dv 2 B / bw. Prefill (chunked, C = 64): the
+  chunks of one sequence run in order, ts = seq s_ns; compute tc = batch seq heads (6 dk dv + 2 C (dk + dv))
+  / peak_bf16 (state update, output and the intra-chunk products).
 - MLA decode over the latent cache (absorbed weights; vLLM `attention/backends/mla/`: FlashMLA on sm90,
   FlashInfer/CUTLASS MLA on sm100, Triton MLA elsewhere, chosen in `platforms/cuda.py:
   get_attn_backend_cls`): tw = b L (r + rope) b_kv / bw (each latent read once for all heads);
@@ -157,6 +162,28 @@ def attention_prefill_us(f: Any, b_kv: Any, tokens: Any, ctx: Any, heads: Any, k
     tw = (tokens * heads * (dk + dv) * 2 + tokens * kv_heads * (dk + dv) * b_kv) / (bw * f["e_bw"]) * 1e6
     tc = 2 * tokens * ctx * heads * (dk + dv) / (peak_bf16 * f["e_f"]) * 1e6
     return f["t0_us"] + _pnorm(tw, tc, P["p"])
+
+
+GDN_CHUNK = 64  # FLA `chunk_gated_delta_rule` chunk length
+
+
+@cache  # callers only read the dict
+def gdn_params() -> dict[str, dict[str, float]]:
+    """Gated DeltaNet decode (t0_us, e_bw) and prefill (t0_us, e_f, seq_ns) parameters."""
+    return {"decode": dict(params()["gdn_decode"]["by_kind"]["gdn"]),
+            "prefill": {**params()["gdn_prefill"]["by_kind"]["gdn"], "p": params()["gdn_prefill"]["p"]}}
+
+
+def gdn_decode_us(f: Any, batch: Any, heads: Any, dk: Any, dv: Any, bw: Any) -> Any:
+    """Microseconds of one Gated DeltaNet decode layer on one GPU: t0 + the BF16 state read and written."""
+    return f["t0_us"] + 2 * batch * heads * dk * dv * 2 / (bw * f["e_bw"]) * 1e6
+
+
+def gdn_prefill_us(f: Any, batch: Any, seq: Any, heads: Any, dk: Any, dv: Any, peak_bf16: Any, p: Any) -> Any:
+    """Microseconds of one Gated DeltaNet prefill layer: `batch` prompts of `seq` tokens (module docstring)."""
+    ts = seq * f["seq_ns"] * 1e-3
+    tc = batch * seq * heads * (6 * dk * dv + 2 * GDN_CHUNK * (dk + dv)) / (peak_bf16 * f["e_f"]) * 1e6
+    return f["t0_us"] + _pnorm(ts, tc, p)
 
 
 def attention_decode_us(f: Any, b_kv: Any, batch: Any, ctx: Any, heads: Any, kv_heads: Any, head_dim: Any,

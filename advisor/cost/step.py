@@ -72,20 +72,21 @@ def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: n
     moe_w, moe_c, moe_fixed = _moe(F, bw, terms, tokens * F.dp)
     kv, attn_fixed = _decode_attention(F, bw, peak16 * terms.flops_scale, dec, ctx, q)
     pre_w, pre_c, pre_fixed = _prefill_attention(F, bw, peak16 * terms.flops_scale, pre, ctx_pre)
-    attn_fixed = attn_fixed + pre_fixed
-    compute = parts_c + moe_c + pre_c
+    gdn_w, gdn_c, gdn_fixed = _gdn(F, bw, peak16 * terms.flops_scale, dec, pre, ctx_pre)
+    attn_fixed = attn_fixed + pre_fixed + gdn_fixed
+    compute = parts_c + moe_c + pre_c + gdn_c
     comm_t = collectives_time(F, comm, tokens, sampled) * terms.comm_latency_scale
     fixed = fixed * terms.gemm_launch_scale
     overhead = (fixed + moe_fixed + attn_fixed) * 1e-6 + F.layers * terms.layer_overhead_us * 1e-6 \
         + terms.step_overhead_us * 1e-6
-    parts = {"weights": parts_w + moe_w, "kv": kv + pre_w + dec * F.state_bytes / bw, "compute": compute,
-             "comm": comm_t, "overhead": overhead}
+    parts = {"weights": parts_w + moe_w, "kv": kv + pre_w + gdn_w + dec * F.state_step_bytes / bw,
+             "compute": compute, "comm": comm_t, "overhead": overhead}
     shape = np.broadcast_shapes(*(np.shape(v) for v in parts.values()))
     out = {k: np.broadcast_to(v, shape) for k, v in parts.items()}
     out["total"] = sum(out.values())  # type: ignore[assignment]
     # the same time by mechanism (what `explain` and the case study report): each kernel chain with its
     # fixed latency, the collectives, and the step-level fixed time
-    attention = parts["kv"] + attn_fixed * 1e-6 + pre_c
+    attention = parts["kv"] + attn_fixed * 1e-6 + pre_c + gdn_c
     mech = {"gemm": parts_w + parts_c + fixed * 1e-6, "moe": moe_w + moe_c + moe_fixed * 1e-6,
             "attention": attention, "collectives": comm_t,
             "fixed": F.layers * terms.layer_overhead_us * 1e-6 + terms.step_overhead_us * 1e-6}
@@ -168,6 +169,21 @@ def _prefill_attention(F: Features, bw: float, peak: float, pre: np.ndarray,
     tw = pre * F.pre_bytes / (bw * F.pre_e_bw)
     w, c = _split(tw, tc, kernels.params()["prefill"]["p"])
     return w, c, (F.attn_layers + F.win_layers) * F.pre_t0_us * (pre > 0)
+
+
+def _gdn(F: Features, bw: float, peak: float, dec: np.ndarray, pre: np.ndarray,
+         ctx_pre: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gated DeltaNet layers (`kernels.gdn_decode_us`, `kernels.gdn_prefill_us`): the decode state traffic, the
+    prefill chunk's compute (its prompts of up to 2 ctx_pre tokens each), their fixed latency per call:
+    (memory seconds, compute seconds, fixed microseconds)."""
+    G = kernels.gdn_params()
+    d, f = G["decode"], G["prefill"]
+    mem = F.gdn_layers * (kernels.gdn_decode_us(d, dec, F.gdn_heads, F.gdn_dk, F.gdn_dv, bw) - d["t0_us"])
+    seq = np.maximum(np.minimum(pre, 2 * ctx_pre), 1.0)
+    comp = F.gdn_layers * (kernels.gdn_prefill_us(f, pre / seq, seq, F.gdn_heads, F.gdn_dk, F.gdn_dv, peak,
+                                                  f["p"]) - f["t0_us"]) * (pre > 0)
+    fixed = F.gdn_layers * (d["t0_us"] * (dec > 0) + f["t0_us"] * (pre > 0))
+    return mem * 1e-6, comp * 1e-6, fixed
 
 
 _GROUPS: dict[str, object] = {}  # the last features' plan groups per slot (a sweep calls the step ~4 times)
