@@ -75,14 +75,28 @@ def sample(rows: list[dict[str, Any]], n: int, seed: int = 0) -> list[dict[str, 
 # ------------------------------------------------------------------ rows of each table
 
 
+def default_kernel(rows: list[dict[str, str]], by: str) -> dict[str, str]:
+    """Per value of column `by`, the kernel the table times most often: the one vLLM picks by default there
+    (the collectors sweep it widely and a forced alternative on a few shapes, e.g. Marlin beside FlashInfer's
+    TRT-LLM MXFP4 kernel for gpt-oss on B200)."""
+    count: dict[str, dict[str, int]] = {}
+    for r in rows:
+        c = count.setdefault(r[by], {})
+        c[r["kernel_source"]] = c.get(r["kernel_source"], 0) + 1
+    return {k: max(c, key=lambda s: c[s]) for k, c in count.items()}
+
+
 def moe_rows(src: Path) -> list[dict[str, Any]]:
-    """One fused-MoE call per row (configurations an 8-GPU node runs; DeepSeek's grouped router left out),
-    with its routing on the measured rank: active local experts and (token, expert) pairs."""
+    """One fused-MoE call per row (configurations an 8-GPU node runs; DeepSeek's grouped router left out), by
+    the format's default kernel on each GPU, with its routing on the measured rank: active local experts and
+    (token, expert) pairs."""
     out = []
     for gpu in GPUS:
-        for r in read_table(src, gpu, "moe"):
+        table = read_table(src, gpu, "moe")
+        kernel = default_kernel(table, "moe_dtype")
+        for r in table:
             fmt = r["moe_dtype"]
-            if fmt not in BPP:
+            if fmt not in BPP or r["kernel_source"] != kernel[fmt]:
                 continue
             T, h, inter, k, E = (int(r[c]) for c in ("num_tokens", "hidden_size", "inter_size", "topk",
                                                       "num_experts"))
@@ -111,11 +125,15 @@ def gemm_rows(src: Path) -> list[dict[str, Any]]:
 
 
 def attention_rows(src: Path) -> list[dict[str, Any]]:
-    """Decode attention; context = step + 1. Rows whose KV lies between 8 and 256 MB partly hit L2 in the
-    collector (no flush) and are left out."""
+    """Decode attention by the KV dtype's default kernel on each GPU; context = step + 1. Rows whose KV lies
+    between 8 and 256 MB partly hit L2 in the collector (no flush) and are left out."""
     out = []
     for gpu in GPUS:
-        for r in read_table(src, gpu, "attention_generation"):
+        table = read_table(src, gpu, "attention_generation")
+        kernel = default_kernel(table, "kv_cache_dtype")
+        for r in table:
+            if r["kernel_source"] != kernel[r["kv_cache_dtype"]]:
+                continue
             b, ctx = int(r["batch_size"]), int(r["step"]) + 1
             w = int(r.get("window_size") or 0)
             ctx_e = min(ctx, w) if w else ctx

@@ -124,3 +124,12 @@ def test_refit_on_the_slice_recovers_the_shipped_parameters() -> None:
     shipped = kernels.params()["gemm"]
     for fmt, p in shipped["by_fmt"].items():
         assert refit["by_fmt"][fmt]["e_bw"] == pytest.approx(p["e_bw"], rel=0.05), fmt
+
+
+def test_readme_kernel_accuracy_block_is_current() -> None:
+    # scripts/kernel_accuracy.py writes it from the shipped parameters; a refit must regenerate it
+    import kernel_accuracy
+
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("<!-- kernel-accuracy:start -->\n")[1].split("<!-- kernel-accuracy:end -->")[0]
+    assert block == kernel_accuracy.table()
