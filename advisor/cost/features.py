@@ -246,7 +246,7 @@ def _attention(arch: ModelArch, plan: Plan, b_kv: float, sm: str) -> dict[str, f
     kv = "fp8" if b_kv == 1.0 else "bf16"
     a = kernels.attention_params(kv)
     eff = kernels.mla_params(kv, sm) if out["attn_mla"] else a
-    pre = kernels.prefill_params(kv)
-    pre_e_f = kernels.mla_prefill_params(kv)["e_f"] if out["attn_mla"] else pre["e_f"]
+    pf = kernels.prefill_params(kv)
+    pre_e_f = kernels.mla_prefill_params(kv)["e_f"] if out["attn_mla"] else pf["e_f"]
     return {**out, "b_kv": b_kv, "attn_t0_us": a["t0_us"], "attn_e_bw": eff["e_bw"], "attn_e_f": eff["e_f"],
-            "pre_t0_us": pre["t0_us"], "pre_e_bw": pre["e_bw"], "pre_e_f": pre_e_f}
+            "pre_t0_us": pf["t0_us"], "pre_e_bw": pf["e_bw"], "pre_e_f": pre_e_f}
