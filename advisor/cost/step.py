@@ -139,20 +139,41 @@ def _moe(F: Features, bw: float, terms: Terms, tokens: np.ndarray) -> tuple[np.n
     return F.moe_layers * w, F.moe_layers * c, F.moe_layers * F.moe_t0_us
 
 
+def _on_plans(mask: np.ndarray, shape: tuple[int, ...], fn: Callable[..., np.ndarray],
+              *arrays: np.ndarray | float) -> np.ndarray:
+    """`fn(*arrays)` evaluated on the plans (leading axis) where `mask` holds, zeros on the others: a stacked
+    sweep mixes model kinds, and each kernel model runs on the plans that have its layers only."""
+    rows = np.flatnonzero(np.ravel(mask))
+    out = np.zeros(shape)
+    if rows.size:
+        out[rows] = fn(*(np.broadcast_to(a, shape)[rows] for a in arrays))
+    return out
+
+
 def _decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray,
                       ctx: np.ndarray, q: np.ndarray | float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Decode attention of `dec` sequences with q query positions each (KV read once, q x the FLOPs): (seconds
     beyond the fixed latency, fixed microseconds)."""
     P = kernels.params()["attention"]
-    f = {"t0_us": 0.0, "e_bw": F.attn_e_bw, "e_f": F.attn_e_f, "rho_ns_per_B": 0.0}
+    shape = np.broadcast_shapes(np.shape(dec), np.shape(ctx), np.shape(q), np.shape(F.attn_layers))
     full_ctx = np.where(F.index_topk > 0, np.minimum(ctx, F.index_topk), ctx)
     win_ctx = np.minimum(ctx, np.where(F.window > 0, F.window, ctx))
-    gqa = kernels.attention_decode_us(f, F.b_kv, dec, full_ctx, F.attn_heads * q, F.attn_kv_heads, F.attn_head_dim,
-                                      bw, peak, P)
-    mla = kernels.mla_decode_us(f, F.b_kv, dec, full_ctx, F.attn_heads * q, F.mla_latent, F.mla_rope, bw, peak)
-    full = np.where(F.attn_mla > 0, mla, gqa)
-    win = kernels.attention_decode_us(f, F.b_kv, dec, win_ctx, F.win_heads * q, F.win_kv_heads, F.win_head_dim,
-                                      bw, peak, P)
+
+    def gqa(e_bw: np.ndarray, e_f: np.ndarray, b_kv: np.ndarray, d: np.ndarray, c: np.ndarray, h: np.ndarray,
+            g: np.ndarray, hd: np.ndarray) -> np.ndarray:
+        f = {"t0_us": 0.0, "e_bw": e_bw, "e_f": e_f, "rho_ns_per_B": 0.0}
+        return kernels.attention_decode_us(f, b_kv, d, c, h, g, hd, bw, peak, P)
+
+    def mla(e_bw: np.ndarray, e_f: np.ndarray, b_kv: np.ndarray, d: np.ndarray, c: np.ndarray, h: np.ndarray,
+            latent: np.ndarray, rope: np.ndarray) -> np.ndarray:
+        return kernels.mla_decode_us({"e_bw": e_bw, "e_f": e_f}, b_kv, d, c, h, latent, rope, bw, peak)
+
+    common = (F.attn_e_bw, F.attn_e_f, F.b_kv, dec)
+    full = _on_plans((F.attn_mla == 0) & (F.attn_layers > 0), shape, gqa, *common, full_ctx, F.attn_heads * q,
+                     F.attn_kv_heads, F.attn_head_dim) \
+        + _on_plans(F.attn_mla > 0, shape, mla, *common, full_ctx, F.attn_heads * q, F.mla_latent, F.mla_rope)
+    win = _on_plans(F.win_layers > 0, shape, gqa, *common, win_ctx, F.win_heads * q, F.win_kv_heads,
+                    F.win_head_dim)
     indexer = dec * ctx * F.index_bytes / (bw * F.attn_e_bw) * 1e6  # DSA: the indexer reads the whole context
     us = F.attn_layers * (full + indexer) + F.win_layers * win
     fixed = (F.attn_layers + F.win_layers) * F.attn_t0_us * (dec > 0)
@@ -164,6 +185,8 @@ def _prefill_attention(F: Features, bw: float, peak: float, pre: np.ndarray,
     """Prefill attention of `pre` prompt tokens of mean context `ctx_pre`, every layer
     (`kernels.attention_prefill_us`; windowed layers see at most the window): (memory seconds, compute-excess
     seconds, fixed microseconds)."""
+    if not np.any(pre):  # a decode-only step
+        return np.zeros(()), np.zeros(()), np.zeros(())
     ctx_win = np.minimum(ctx_pre, np.where(F.window > 0, F.window, ctx_pre))
     tc = pre * (ctx_pre * F.attn_full_flops + ctx_win * F.attn_win_flops) / (peak * F.pre_e_f)
     tw = pre * F.pre_bytes / (bw * F.pre_e_bw)
@@ -178,12 +201,22 @@ def _gdn(F: Features, bw: float, peak: float, dec: np.ndarray, pre: np.ndarray,
     (memory seconds, compute seconds, fixed microseconds)."""
     G = kernels.gdn_params()
     d, f = G["decode"], G["prefill"]
-    mem = F.gdn_layers * (kernels.gdn_decode_us(d, dec, F.gdn_heads, F.gdn_dk, F.gdn_dv, bw) - d["t0_us"])
-    seq = np.maximum(np.minimum(pre, 2 * ctx_pre), 1.0)
-    comp = F.gdn_layers * (kernels.gdn_prefill_us(f, pre / seq, seq, F.gdn_heads, F.gdn_dk, F.gdn_dv, peak,
-                                                  f["p"]) - f["t0_us"]) * (pre > 0)
+    shape = np.broadcast_shapes(np.shape(dec), np.shape(pre), np.shape(ctx_pre), np.shape(F.gdn_layers))
+    has = F.gdn_layers > 0
+    geometry = (F.gdn_layers, F.gdn_heads, F.gdn_dk, F.gdn_dv)
+
+    def mem(n: np.ndarray, h: np.ndarray, dk: np.ndarray, dv: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return n * (kernels.gdn_decode_us(d, b, h, dk, dv, bw) - d["t0_us"])
+
+    def comp(n: np.ndarray, h: np.ndarray, dk: np.ndarray, dv: np.ndarray, p: np.ndarray,
+             c: np.ndarray) -> np.ndarray:
+        seq = np.maximum(np.minimum(p, 2 * c), 1.0)
+        return n * (kernels.gdn_prefill_us(f, p / seq, seq, h, dk, dv, peak, f["p"]) - f["t0_us"]) * (p > 0)
+
+    memory = _on_plans(has, shape, mem, *geometry, dec)
+    compute = _on_plans(has, shape, comp, *geometry, pre, ctx_pre) if np.any(pre) else np.zeros(())
     fixed = F.gdn_layers * (d["t0_us"] * (dec > 0) + f["t0_us"] * (pre > 0))
-    return mem * 1e-6, comp * 1e-6, fixed
+    return memory * 1e-6, compute * 1e-6, fixed
 
 
 _GROUPS: dict[str, object] = {}  # the last features' plan groups per slot (a sweep calls the step ~4 times)
