@@ -86,6 +86,14 @@ def default_kernel(rows: list[dict[str, str]], by: str) -> dict[str, str]:
     return {k: max(c, key=lambda s: c[s]) for k, c in count.items()}
 
 
+def family(kernel_source: str) -> str:
+    """A MoE kernel's family from the collector's name (`..._flashinfer_trtllm_...`, `..._marlin_...`)."""
+    for name in ("trtllm", "cutlass", "marlin"):
+        if name in kernel_source:
+            return name
+    return "triton"  # OpenAI's Triton MXFP4 kernel, vLLM's Triton fused_moe
+
+
 def moe_rows(src: Path) -> list[dict[str, Any]]:
     """One fused-MoE call per row (configurations an 8-GPU node runs; DeepSeek's grouped router left out), by
     the format's default kernel on each GPU, with its routing on the measured rank: active local experts and
@@ -103,8 +111,9 @@ def moe_rows(src: Path) -> list[dict[str, Any]]:
             tp, ep = int(r["moe_tp_size"]), int(r["moe_ep_size"])
             if tp * ep > 8 or (h, inter, k, E) == (7168, 2048, 8, 256) or T > 8192:
                 continue
-            out.append({"gpu": gpu, "fmt": fmt, "T": T, "h": h, "I": inter, "k": k, "E": E, "tp": tp, "ep": ep,
-                        "dist": r["distribution"], "lat_us": float(r["latency_ms"]) * 1e3})
+            out.append({"gpu": gpu, "fmt": f"{fmt}/{family(r['kernel_source'])}", "T": T, "h": h, "I": inter,
+                        "k": k, "E": E, "tp": tp, "ep": ep, "dist": r["distribution"],
+                        "lat_us": float(r["latency_ms"]) * 1e3})
     rows = sample(out, SAMPLE)
     for r in rows:
         r["n_act"], r["pairs"], _ = routing(r["T"], r["h"], r["I"], r["k"], r["E"], r["ep"], r["dist"])
@@ -247,8 +256,9 @@ def columns(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
     out["bw"] = np.array([specs[r["gpu"]]["bw"] for r in rows])
     out["peak_bf16"] = np.array([specs[r["gpu"]]["bf16"] for r in rows])
     if "fmt" in out:
-        out["peak"] = np.array([specs[r["gpu"]][COMPUTE[r["fmt"]]] for r in rows])
-        out["bpp"] = np.array([BPP[r["fmt"]] for r in rows])
+        fmts = [r["fmt"].split("/")[0] for r in rows]  # MoE rows carry "format/kernel family"
+        out["peak"] = np.array([specs[r["gpu"]][COMPUTE[f]] for r, f in zip(rows, fmts, strict=True)])
+        out["bpp"] = np.array([BPP[f] for f in fmts])
     return out
 
 

@@ -133,3 +133,18 @@ def test_readme_kernel_accuracy_block_is_current() -> None:
     readme = (REPO / "README.md").read_text()
     block = readme.split("<!-- kernel-accuracy:start -->\n")[1].split("<!-- kernel-accuracy:end -->")[0]
     assert block == kernel_accuracy.table()
+
+
+def test_moe_kernel_family_per_gpu_generation_is_the_tables_default() -> None:
+    # the runtime's (format, GPU generation) -> kernel family is the kernel each GPU's table times by default
+    from advisor.hardware import load_profile
+
+    with open(SLICES / "moe.csv", newline="") as fh:
+        seen = {(r["gpu"], r["fmt"]) for r in csv.DictReader(fh)}
+    assert len({f for _, f in seen}) >= 10
+    for gpu, fmt_family in sorted(seen):
+        fmt, family = fmt_family.split("/")
+        assert kernels.moe_family(fmt, load_profile(gpu).gpu.sm or "") == family, (gpu, fmt_family)
+    # NVFP4 experts on Hopper run Marlin's weight-only kernel; a GPU generation the tables lack gets Triton
+    assert kernels.moe_params("nvfp4", False, "sm90") == kernels.params()["moe"]["by_fmt"]["w4a16_mxfp4/marlin"]
+    assert kernels.moe_family("bfloat16", "sm75") == "triton"

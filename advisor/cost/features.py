@@ -181,7 +181,7 @@ def _moe(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[Weight
     fmt = max(routed, key=lambda w: w.params).fmt
     params = sum(w.params for w in routed) / (moe.num_experts * moe.moe_layers)
     mats = params / (arch.hidden_size * moe.expert_intermediate)
-    k = kernels.moe_params(fmt, fp4)
+    k = kernels.moe_params(fmt, fp4, hw.gpu.sm or "")
     peak = hw.gpu.dense_flops_per_s("fp4" if fmt == "nvfp4" and fp4 else compute_dtype(fmt))
     return {"moe_layers": moe.moe_layers, "experts": moe.num_experts, "topk": moe.experts_per_token,
             "moe_hidden": arch.hidden_size, "moe_inter": moe.expert_intermediate / plan.moe_tp,

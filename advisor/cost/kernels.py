@@ -88,10 +88,38 @@ def gemm_params(fmt: str, native_fp4: bool) -> dict[str, float]:
     return dict(params()["gemm"]["by_fmt"][gemm_format(fmt, native_fp4)])
 
 
+# The fused-MoE kernel vLLM runs per GPU generation (`model_executor/layers/fused_moe/`: FlashInfer's TRT-LLM
+# kernels on sm100/sm103; FlashInfer CUTLASS for FP8 on sm90 and for BF16/FP8/NVFP4 on sm120; OpenAI's Triton
+# MXFP4 kernel on sm90; Marlin for weight-only 4-bit off Blackwell datacenter GPUs; vLLM's Triton fused_moe
+# otherwise), as each GPU's default kernel in the kernel tables shows (`scripts/fit_kernels.py: default_kernel`).
+MOE_FAMILY = {"sm100": {"int4_wo": "marlin"}, "sm103": {"int4_wo": "marlin"},
+              "sm90": {"fp8": "cutlass", "fp8_block": "cutlass", "w4a16_mxfp4": "triton", "int4_wo": "marlin"},
+              "sm120": {"bfloat16": "cutlass", "fp8": "cutlass", "nvfp4": "cutlass", "w4a16_mxfp4": "marlin",
+                        "int4_wo": "marlin"}}
+MOE_FAMILY_DEFAULT = {"sm100": "trtllm", "sm103": "trtllm"}
+
+
+def moe_family(table_fmt: str, sm: str, weight_only_fp4: bool = False) -> str:
+    """Kernel family running a kernel-table MoE format on a GPU generation (`MOE_FAMILY`); NVFP4 experts on a GPU
+    without FP4 tensor cores run Marlin's weight-only kernel."""
+    if weight_only_fp4 or table_fmt == "int4_wo":
+        return "marlin"
+    if table_fmt == "w4a16_mxfp4" and sm not in MOE_FAMILY:
+        return "marlin"
+    return MOE_FAMILY.get(sm, {}).get(table_fmt, MOE_FAMILY_DEFAULT.get(sm, "triton"))
+
+
 @cache  # pure in its string arguments; callers only read the dict
-def moe_params(fmt: str, native_fp4: bool) -> dict[str, float]:
-    """t0_us, e_bw, e_f, kappa_ns_per_B of the fused-MoE kernel that runs expert format `fmt`."""
-    return dict(params()["moe"]["by_fmt"][moe_format(fmt, native_fp4)])
+def moe_params(fmt: str, native_fp4: bool, sm: str = "") -> dict[str, float]:
+    """t0_us, e_bw, e_f, kappa_ns_per_B of the fused-MoE kernel that runs expert format `fmt` on a GPU generation
+    `sm`; a (format, family) the tables never timed takes the format's other families' median."""
+    table = moe_format(fmt, native_fp4)
+    family = moe_family(table, sm, weight_only_fp4=fmt == "nvfp4" and not native_fp4)
+    by = params()["moe"]["by_fmt"]
+    if f"{table}/{family}" in by:
+        return dict(by[f"{table}/{family}"])
+    same = [v for k, v in by.items() if k.split("/")[0] == table] or list(by.values())
+    return {n: float(np.median([v[n] for v in same])) for n in same[0]}
 
 
 @cache  # pure in its string arguments; callers only read the dict
