@@ -184,9 +184,8 @@ def test_shipped_files_cover_every_engine_with_held_out_splits() -> None:
     for split in ("model", "hardware"):
         s = fit.splits[split]["overall"]["tpot_ms"]
         assert s["n"] >= 300 and s["median_abs_pct"] <= 25, (split, s)
-    # the README's target is 75-85%; vLLM's measures 60% (Qwen3-32B's rows, a wave-shaped campaign, sit 20%
-    # under the interval the other models give): this guards the order of magnitude, not the target
-    assert 55 <= fit.coverage["tpot_ms"] <= 95
+    # the README's target is 75-85% (vLLM measures 69%): this guards the order of magnitude, not the target
+    assert 60 <= fit.coverage["tpot_ms"] <= 95
 
 
 def test_a_requantized_row_runs_the_exports_fp8_kv_and_a_native_checkpoint_its_own() -> None:
