@@ -163,26 +163,17 @@ def write_profile(path: Path, rows: list[CommRow]) -> None:
 
 def held_out_allreduce(rows: list[CommRow], system: str, n: int) -> tuple[float, float]:
     """Leave-one-size-out: refit without each message size (two regimes and the measured curve), predict it as
-    the profile would (the curve between measured sizes, the regimes beyond); median and p90 |error| %."""
-    from advisor.hardware.comm import bus_factor, measured_curve_us, two_regime_us
+    the profile would (`advisor.hardware.comm.term_time_us`); median and p90 |error| %."""
+    from advisor.hardware.comm import term_time_us
+    from advisor.hardware.schema import CollectiveTerm
 
     S, t = nccl_series(rows, system, "allreduce", n)
     errs = []
     for size in np.unique(S):
         keep = S != size
-        fit = fit_collective("allreduce", n, S[keep], t[keep])
-        sizes, times = median_curve(S[keep], t[keep])
-        two = two_regime_us(
-            S[~keep],
-            bus_factor("allreduce", n),
-            fit.small_latency_us,
-            fit.small_busbw_gbps,
-            fit.switch_bytes,
-            fit.large_latency_us,
-            fit.large_busbw_gbps,
-        )
-        pred = np.where(S[~keep] <= sizes[-1], measured_curve_us(sizes, times, S[~keep]), two)
-        errs.append(np.abs(pred / t[~keep] - 1.0) * 100.0)
+        term = CollectiveTerm(**_term(fit_collective("allreduce", n, S[keep], t[keep]), "nccl", "nvlink",
+                                      "leave-one-size-out refit", S[keep], t[keep]))
+        errs.append(np.abs(term_time_us(term, S[~keep], "allreduce", n) / t[~keep] - 1.0) * 100.0)
     e = np.concatenate(errs)
     return float(np.median(e)), float(np.percentile(e, 90))
 

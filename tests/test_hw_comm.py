@@ -156,3 +156,20 @@ def test_pick_gpus_prefers_switch_then_socket():
     assert pick_gpus(switched, 3) == [0, 1, 2]
     assert group_path(switched.topology, pick_gpus(switched, 2)) == "same_switch"
     assert pick_gpus(load_profile("gb200"), 2) == [0, 1]
+
+
+def test_a_term_follows_its_measured_curve_then_its_regimes() -> None:
+    # B200 x8 NCCL allreduce as shipped: the measured medians at their own sizes, the fitted regimes beyond
+    from advisor.hardware.comm import bus_factor, find_term, term_time_us, two_regime_us
+
+    term = find_term(load_profile("b200-sxm"), "allreduce", 8)
+    assert term is not None and len(term.measured_bytes) >= 10
+    at = np.array(term.measured_bytes)
+    assert term_time_us(term, at, "allreduce", 8) == pytest.approx(np.array(term.measured_us), rel=1e-9)
+    beyond = np.array([4 * term.measured_bytes[-1]])
+    regimes = two_regime_us(beyond, bus_factor("allreduce", 8), term.small_latency_us, term.small_busbw_gbps,
+                            term.switch_bytes, term.large_latency_us, term.large_busbw_gbps)
+    assert term_time_us(term, beyond, "allreduce", 8) == pytest.approx(regimes)
+    assert term_time_us(term, at, "allreduce", 8, curve=False) == pytest.approx(
+        two_regime_us(at, bus_factor("allreduce", 8), term.small_latency_us, term.small_busbw_gbps,
+                      term.switch_bytes, term.large_latency_us, term.large_busbw_gbps))

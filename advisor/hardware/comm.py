@@ -73,33 +73,42 @@ def find_term(hw: HardwareProfile, op: str, n: int, backend: str = "nccl") -> Co
     return min(larger, key=lambda c: c.gpus) if larger else max(terms, key=lambda c: c.gpus)
 
 
+def term_time_us(term: CollectiveTerm, S: np.ndarray, op: str, n: int, curve: bool = True) -> np.ndarray:
+    """A term's time at sizes S on its own measured path: the measured curve up to its largest size, the two
+    fitted regimes beyond it (everywhere when `curve` is off or the term has no curve)."""
+    S = np.asarray(S, dtype=float)
+    regimes = two_regime_us(S, bus_factor(op, n), term.small_latency_us, term.small_busbw_gbps, term.switch_bytes,
+                            term.large_latency_us, term.large_busbw_gbps)
+    if not curve or not term.measured_bytes:
+        return regimes
+    return np.where(S <= term.measured_bytes[-1], measured_curve_us(term.measured_bytes, term.measured_us, S),
+                    regimes)
+
+
 def _term_time(
     hw: HardwareProfile, term: CollectiveTerm, S: np.ndarray, op: str, n: int, path: str | None,
     curve: bool = True,
 ) -> np.ndarray:
+    """`term_time_us`, plus what a slower placement than the measured one adds: its extra latency per link
+    traversal and its lower bandwidth, on top of the measured time."""
+    t = term_time_us(term, S, op, n, curve)
+    if path is None or path == term.path:
+        return t
+    links: dict[str, LinkSpec] = {lk.path: lk for lk in hw.topology.links}
+    have, want = links.get(term.path), links.get(path)
+    if have is None or want is None:
+        return t
+    scale = min(1.0, want.p2p_bw_gbps / have.p2p_bw_gbps)
+    dlat = max(0.0, want.latency_us - have.latency_us) * ring_steps(op, n)
+    if scale == 1.0 and dlat == 0.0:
+        return t
     f = bus_factor(op, n)
-    scale, dlat = 1.0, 0.0
-    if path is not None and path != term.path:
-        links: dict[str, LinkSpec] = {lk.path: lk for lk in hw.topology.links}
-        have, want = links.get(term.path), links.get(path)
-        if have is not None and want is not None:
-            scale = min(1.0, want.p2p_bw_gbps / have.p2p_bw_gbps)
-            dlat = max(0.0, want.latency_us - have.latency_us) * ring_steps(op, n)
-    def regimes(dl: float, sc: float) -> np.ndarray:
-        return two_regime_us(S, f, term.small_latency_us + dl, term.small_busbw_gbps * sc, term.switch_bytes,
-                             term.large_latency_us + dl, term.large_busbw_gbps * sc)
 
-    if not curve or not term.measured_bytes:
-        return regimes(dlat, scale)
-    curve_t = measured_curve_us(term.measured_bytes, term.measured_us, S)
-    adjusted = scale != 1.0 or dlat != 0.0
-    if not adjusted and np.all(S <= term.measured_bytes[-1]):
-        return curve_t
-    t = regimes(dlat, scale)
-    # a slower path than the measured one adds its extra latency and byte time on top of the measured curve
-    if adjusted:
-        curve_t = curve_t + (t - regimes(0.0, 1.0))
-    return np.where(S <= term.measured_bytes[-1], curve_t, t)
+    def regimes(dl: float, sc: float) -> np.ndarray:
+        return two_regime_us(np.asarray(S, dtype=float), f, term.small_latency_us + dl, term.small_busbw_gbps * sc,
+                             term.switch_bytes, term.large_latency_us + dl, term.large_busbw_gbps * sc)
+
+    return t + (regimes(dlat, scale) - regimes(0.0, 1.0))
 
 
 def measured_curve_us(sizes: Sequence[float], times_us: Sequence[float], S: np.ndarray) -> np.ndarray:
