@@ -21,7 +21,7 @@ from advisor.cost.terms import BOUNDS, Terms
 from advisor.hardware import load_profile
 
 REPO = Path(__file__).resolve().parents[1]
-TRUE = Terms(bw_scale=0.8, flops_scale=0.7, layer_overhead_us=30.0, step_overhead_us=800.0,
+TRUE = Terms(bw_scale=0.8, layer_overhead_us=30.0, step_overhead_us=800.0,
              comm_latency_scale=1.5)
 MODELS = ("meta-llama/Llama-3.1-8B", "Qwen/Qwen3-32B", "meta-llama/Llama-3.1-70B")
 
@@ -95,7 +95,7 @@ def test_predictions_are_new_records_and_the_inputs_stay_as_they_were() -> None:
 
 
 def test_fit_respects_bounds_and_reports_the_bound_hit() -> None:
-    fast = Terms(bw_scale=1.5, flops_scale=0.7, layer_overhead_us=30.0, step_overhead_us=800.0)
+    fast = Terms(bw_scale=1.5, layer_overhead_us=30.0, step_overhead_us=800.0)
     rows = _synthetic(fast)
     # measured TPOT 40% faster than even the highest bandwidth scale allows: the fit must stop at the bound
     rows = [r.model_copy(update={"tpot_ms": r.tpot_ms * 0.6}) for r in rows if r.tpot_ms]
@@ -109,9 +109,9 @@ def test_fit_respects_bounds_and_reports_the_bound_hit() -> None:
 def test_term_without_informative_rows_is_refused_and_kept_at_prior() -> None:
     _, buckets = prepare(_synthetic(TRUE, ttft=False))
     res = Calibrator(cv=False).fit(buckets[("h100-sxm", "vllm")])
-    assert "flops_scale" in res.refused_ and "TTFT" in res.refused_["flops_scale"]
-    assert res.terms_.flops_scale == Terms().flops_scale
-    assert "flops_scale" not in res.fitted_
+    assert "request_overhead_us" in res.refused_ and "TTFT" in res.refused_["request_overhead_us"]
+    assert res.terms_.request_overhead_us == Terms().request_overhead_us
+    assert "request_overhead_us" not in res.fitted_
 
 
 def test_cross_validation_groups_by_model() -> None:
@@ -133,11 +133,11 @@ def test_calibrate_cli_writes_file_and_failed_fit_leaves_existing_file(tmp_path:
     r = _cli("calibrate", str(case), "--hw", "rtx-pro-6000-server", "-o", str(out), "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["rows_used"] == 4 and "flops_scale" in doc["refused"]  # the case study has no TTFT
+    assert doc["rows_used"] == 4 and "request_overhead_us" in doc["refused"]  # the case study has no TTFT
     # the refused terms keep the shipped pooled terms of this GPU (the prior the rows pull away from)
     shipped = read_pooled("vllm")
     assert shipped is not None
-    assert doc["terms"]["flops_scale"] == shipped.hardware["rtx-pro-6000-server"].terms.flops_scale
+    assert doc["terms"]["request_overhead_us"] == shipped.hardware["rtx-pro-6000-server"].terms.request_overhead_us
     saved = json.loads(out.read_text())
     assert saved["hardware"] == "rtx-pro-6000-server" and saved["rows_used"] == 4
     before = out.read_bytes()

@@ -68,11 +68,11 @@ def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: n
     bw = hw.gpu.mem_bw_bytes_per_s * terms.bw_scale
     peak16 = hw.gpu.dense_flops_per_s("bf16")
     tokens = pad_tokens(dec * q + pre)  # q: positions per decoding sequence (k + 1 when verifying drafts)
-    parts_w, parts_c, fixed = _gemms(F, bw, terms, tokens)
-    moe_w, moe_c, moe_fixed = _moe(F, bw, terms, tokens * F.dp)
-    kv, attn_fixed = _decode_attention(F, bw, peak16 * terms.flops_scale, dec, ctx, q)
-    pre_w, pre_c, pre_fixed = _prefill_attention(F, bw, peak16 * terms.flops_scale, pre, ctx_pre)
-    gdn_w, gdn_c, gdn_fixed = _gdn(F, bw, peak16 * terms.flops_scale, dec, pre, ctx_pre)
+    parts_w, parts_c, fixed = _gemms(F, bw, tokens)
+    moe_w, moe_c, moe_fixed = _moe(F, bw, tokens * F.dp)
+    kv, attn_fixed = _decode_attention(F, bw, peak16, dec, ctx, q)
+    pre_w, pre_c, pre_fixed = _prefill_attention(F, bw, peak16, pre, ctx_pre)
+    gdn_w, gdn_c, gdn_fixed = _gdn(F, bw, peak16, dec, pre, ctx_pre)
     attn_fixed = attn_fixed + pre_fixed + gdn_fixed
     compute = parts_c + moe_c + pre_c + gdn_c
     comm_t = collectives_time(F, comm, tokens, sampled) * terms.comm_latency_scale
@@ -100,12 +100,12 @@ def _split(tw: np.ndarray, tc: np.ndarray, p: float) -> tuple[np.ndarray, np.nda
     return tw, both - tw
 
 
-def _gemms(F: Features, bw: float, terms: Terms, tokens: np.ndarray) -> tuple[np.ndarray, ...]:
+def _gemms(F: Features, bw: float, tokens: np.ndarray) -> tuple[np.ndarray, ...]:
     """Dense GEMMs of the step: (memory seconds, compute-excess seconds, fixed microseconds)."""
     P = kernels.params()["gemm"]
     # weights once, BF16 activations in and out of every call ([T, ~H/tp] each way)
     tw = (F.dense_w_bytes + 4 * tokens * F.hidden * F.gemm_calls / F.tp) / (bw * F.gemm_e_bw)
-    tc = tokens * F.dense_gemm_s / (F.gemm_e_f * terms.flops_scale)
+    tc = tokens * F.dense_gemm_s / F.gemm_e_f
     w, c = _split(tw, tc, P["p"])
     return w, c, F.gemm_calls * F.gemm_t0_us
 
@@ -124,7 +124,7 @@ def busiest_rank_pairs(topk: np.ndarray, ep: np.ndarray, tokens: np.ndarray) -> 
     return mean + np.sqrt(2 * mean * np.log(np.maximum(ep, 1)))
 
 
-def _moe(F: Features, bw: float, terms: Terms, tokens: np.ndarray) -> tuple[np.ndarray, ...]:
+def _moe(F: Features, bw: float, tokens: np.ndarray) -> tuple[np.ndarray, ...]:
     """The MoE layers on the busiest GPU: (memory seconds, compute-excess seconds, fixed microseconds)."""
     P = kernels.params()["moe"]
     n_act = touched_experts(F.experts, F.topk, F.ep, tokens)
@@ -133,8 +133,7 @@ def _moe(F: Features, bw: float, terms: Terms, tokens: np.ndarray) -> tuple[np.n
     slim = F.moe_inter / (F.moe_inter + P["I_h"])
     tw = (n_act * w_expert / (F.moe_e_bw * slim) + pairs * F.moe_hidden * P["a_act_B"]) / bw \
         + (F.moe_hidden + F.moe_inter) * F.moe_b_w * F.moe_kappa * 1e-9
-    tc = (pairs + n_act * P["m_h"]) * 2 * F.moe_mats * F.moe_hidden * F.moe_inter / (F.moe_peak * F.moe_e_f
-                                                                                       * terms.flops_scale)
+    tc = (pairs + n_act * P["m_h"]) * 2 * F.moe_mats * F.moe_hidden * F.moe_inter / (F.moe_peak * F.moe_e_f)
     w, c = _split(tw, tc, P["p"])
     return F.moe_layers * w, F.moe_layers * c, F.moe_layers * F.moe_t0_us
 

@@ -18,9 +18,6 @@ class Terms(BaseModel):
     """Scale on the kernels' achieved DRAM bandwidth inside a serving step (CUDA-graph replay, L2 shared
     between kernels, the engine's own kernel choices). Prior 1: the kernel tables as measured."""
 
-    flops_scale: float = Field(1.0, gt=0)
-    """Scale on the kernels' achieved tensor-core throughput inside a serving step. Prior 1: as measured."""
-
     gemm_launch_scale: float = Field(1.0, gt=0)
     """Scale on the dense GEMMs' fixed latency (t0 of the GEMM tables, timed one kernel at a time with its launch):
     replayed as one CUDA graph, consecutive GEMMs hide part of each launch gap. Prior 1: as measured."""
@@ -54,7 +51,6 @@ class Terms(BaseModel):
 
 BOUNDS: dict[str, tuple[float, float]] = {
     "bw_scale": (0.5, 1.5),
-    "flops_scale": (0.3, 1.5),
     "gemm_launch_scale": (0.2, 1.5),
     "layer_overhead_us": (0.0, 500.0),
     "step_overhead_us": (0.0, 20_000.0),
