@@ -162,3 +162,17 @@ def test_weight_dtype_override_changes_fit(hw: HardwareProfile) -> None:
     # Llama-3.1-70B BF16 (141 GB) does not fit one 96 GB GPU; as FP8 (~72 GB) it does
     assert not fit(LLAMA70, Plan(tp=1), hw).fits
     assert fit(LLAMA70, Plan(tp=1), hw, weight_dtype="fp8").fits
+
+
+def test_sglang_keeps_a_dsa_cache_in_fp8_on_blackwell() -> None:
+    """SGLang v0.5.5-v0.5.10 `server_args.py: _set_default_nsa_kv_cache_dtype`: a DSA model's `auto` cache is
+    fp8_e4m3 on compute capability >= 10, bf16 below; other MLA models keep the checkpoint's dtype."""
+    from advisor.hardware import load_profile
+
+    b200, h100 = load_profile("b200-sxm"), load_profile("h100-sxm")
+    glm = "zai-org/GLM-5"
+    assert fit(glm, Plan(tp=8), b200, engine="sglang").kv_dtype == "fp8"
+    assert fit(glm, Plan(tp=8), h100, engine="sglang").kv_dtype == "bf16"
+    assert fit(glm, Plan(tp=8), b200, engine="vllm").kv_dtype == "bf16"
+    assert fit(glm, Plan(tp=8), b200, engine="sglang", kv_cache_dtype="bf16").kv_dtype == "bf16"
+    assert fit("deepseek-ai/DeepSeek-R1", Plan(tp=8), b200, engine="sglang").kv_dtype == "bf16"

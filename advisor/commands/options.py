@@ -50,7 +50,9 @@ MaxModelLen = Annotated[int | None, typer.Option(
     "--max-model-len", min=1, show_default=False,
     help=f"Context per sequence the engine is started with [default: min(model maximum, {DEFAULT_MAX_MODEL_LEN}), "
          "raised to input + output length].")]
-KvCacheDtype = Annotated[KvDtype, typer.Option("--kv-cache-dtype", help="auto (the checkpoint's), bf16 or fp8.")]
+KvCacheDtype = Annotated[KvDtype, typer.Option(
+    "--kv-cache-dtype", help="auto (the engine's pick: the checkpoint's; SGLang keeps a DSA model's cache in fp8 "
+                             "on Blackwell), bf16 or fp8.")]
 GpuMemoryUtilization = Annotated[float | None, typer.Option(
     "--gpu-memory-utilization", min=0.05, max=1.0, show_default=False,
     help="Share of each GPU's memory the engine may use [default: the engine release's: vLLM 0.9 up to 0.19, "

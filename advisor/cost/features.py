@@ -133,7 +133,7 @@ def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Se
     """One row of Features."""
     fp4 = "fp4" in hw.gpu.native_formats
     slots = slot_rows(step_collectives(arch, plan, weights))
-    b, _ = kv_elem_bytes(arch, settings)
+    b, _ = kv_elem_bytes(arch, settings, hw.gpu.sm or "")
     return {
         "layers": arch.num_layers, "hidden": arch.hidden_size, "vocab": arch.vocab_size, "tp": plan.tp,
         "pp": plan.pp, "dp": plan.dp, "ep": plan.ep, **_dense(arch, plan, hw, weights, fp4),

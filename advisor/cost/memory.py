@@ -56,11 +56,22 @@ class MemoryFit(BaseModel):
     budget: Budget
 
 
-def kv_elem_bytes(arch: ModelArch, settings: Settings) -> tuple[float, str]:
+def kv_elem_bytes(arch: ModelArch, settings: Settings, sm: str = "") -> tuple[float, str]:
     """KV element size: `auto` -> the checkpoint's (ModelOpt FP8-KV checkpoints resolve to fp8,
-    `engine/arg_utils.py:resolve_kv_cache_dtype_string`), else the flag."""
+    `engine/arg_utils.py:resolve_kv_cache_dtype_string`), else the flag. SGLang stores a DSA model's cache
+    (DeepSeek-V3.2, GLM-5) in FP8 on compute capability 10 and above under `auto` (v0.5.5-v0.5.10
+    `server_args.py: _set_default_nsa_kv_cache_dtype`: "fp8_e4m3" if major >= 10 else "bfloat16")."""
     dtype = arch.kv_dtype if settings.kv_cache_dtype == "auto" else settings.kv_cache_dtype
+    if settings.kv_cache_dtype == "auto" and settings.engine == "sglang" and sm_major(sm) >= 10 \
+            and any(g.index_topk for g in arch.attn_groups):
+        dtype = "fp8"
     return (1.0 if dtype == "fp8" else 2.0), dtype
+
+
+def sm_major(sm: str) -> int:
+    """Compute capability major of an `smXY(Z)` name ("sm90" -> 9, "sm103" -> 10, "sm120" -> 12); 0 if unknown."""
+    digits = sm.removeprefix("sm")
+    return int(digits[:-1]) if digits.isdigit() and len(digits) >= 2 else 0
 
 
 class KvLayout(BaseModel):
@@ -196,7 +207,7 @@ def memory_fit(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Setti
         budget = sglang_budget(arch, plan, hw, settings, w)
     else:
         budget = vllm_budget(arch, plan, hw, settings, w, model_len, consts)
-    b, dtype = kv_elem_bytes(arch, settings)
+    b, dtype = kv_elem_bytes(arch, settings, hw.gpu.sm or "")
     layout = kv_layout(arch, plan, b, model_len, settings.batched_tokens(int(budget.capacity), hw.gpu.name))
     if settings.engine == "sglang":
         blocks, tokens, conc = sglang_counts(arch, plan, b, budget.available_kv, model_len)
