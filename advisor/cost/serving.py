@@ -33,7 +33,11 @@ do not wait.
 
 KV is paged: a running request occupies its prompt plus the tokens generated so far, I + O/2 on average;
 users beyond what fits wait in the queue, and in a closed loop (Little's law) each waits
-(users / running - 1) lifetimes.
+(users / running - 1) lifetimes. Preemption costs nothing here on average: with staggered arrivals each
+completion frees I + O tokens, the admission it makes room for takes I, and the running requests grow by O
+before the next completion, so admissions and growth balance (vLLM preempts only when a running request
+cannot get a block, `v1/core/sched/scheduler.py: Scheduler.schedule`). A synchronized wave admits what fits at
+I tokens each and must preempt and recompute as they grow; that is not modelled.
 """
 
 from __future__ import annotations
