@@ -52,6 +52,8 @@ def test_deepseek_v32_adds_indexer_cache(configs_dir: Path) -> None:
     # per layer: MLA latent 576 * 2 B + DSA indexer 128 fp8 + 128/128 * 4 B scale = 132 B
     # (vLLM `deepseek_v2.py: Indexer`)
     assert a.kv_bytes_per_token() == 61 * (576 * 2 + 132)
+    g = a.attn_groups[0]
+    assert (g.index_heads, g.index_dim, g.index_topk) == (64, 128, 2048)  # config index_n_heads/_head_dim/_topk
 
 
 def test_qwen3_235b_replicates_kv_beyond_kv_heads(configs_dir: Path) -> None:

@@ -275,3 +275,27 @@ def test_adp_balance_wait_limits() -> None:
     # no arrivals on some rank: the whole timeout; one rank: nothing to balance; no balancing: nothing held
     assert adp_balance_wait_steps(np.array([0.0, 0.5]), np.array([8, 1]), 60.0).tolist() == [60.0, 0.0]
     assert adp_balance_wait_steps(np.array(0.1), np.array(8), 0.0) == 0.0
+
+
+def test_dsa_prefill_attends_top_k_after_the_indexer() -> None:
+    """DeepSeek-V3.2 (DSA): each prompt token attends over the latent to its top-2048 tokens only, after the
+    indexer's FP8 logits over its whole context (64 heads x 128, replicated on every rank)."""
+    from advisor.cost.step import _prefill_attention
+    from advisor.hardware import load_profile
+
+    b200 = load_profile("b200-sxm")
+    F = feats("deepseek-ai/DeepSeek-V3.2", Plan(tp=8), b200)
+    assert F.index_flops[0] == 2 * 64 * 128 * 61
+    assert F.attn_full_flops[0] == 2 * (128 / 8) * (576 + 512) * 61  # absorbed form, 16 heads per GPU
+    peak, peak8 = b200.gpu.dense_flops_per_s("bf16"), b200.gpu.dense_flops_per_s("fp8")
+    e_f = F.pre_e_f[0]
+
+    def compute(prompt: float) -> float:  # no memory time: the compute seconds alone
+        return float(_prefill_attention(F, 1e30, peak, np.array([prompt]), np.array([prompt / 2]), peak8)[1][0])
+
+    # 8192 tokens: mean over positions of min(position, 2048) = 2048 - 2048^2 / (2 x 8192) = 1792
+    want = 8192 * (1792 * F.attn_full_flops[0] / (peak * e_f) + 4096 * F.index_flops[0] / (peak8 * e_f))
+    assert compute(8192) == pytest.approx(want, rel=1e-9)
+    # a prompt shorter than top-k attends to all of it
+    want = 1024 * 512 * (F.attn_full_flops[0] / (peak * e_f) + F.index_flops[0] / (peak8 * e_f))
+    assert compute(1024) == pytest.approx(want, rel=1e-9)

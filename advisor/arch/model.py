@@ -58,6 +58,8 @@ class AttnGroup(Frozen):
     state_elems: int = 0
     index_bytes_per_token: int = 0  # DSA indexer cache (DeepSeek-V3.2, GLM-5), fp8 + scales
     index_topk: int = 0  # DSA: context tokens each query attends to (config `index_topk`)
+    index_heads: int = 0  # DSA: indexer query heads (config `index_n_heads`), replicated on every TP rank
+    index_dim: int = 0  # DSA: indexer head width (config `index_head_dim`)
 
 
 class MoE(Frozen):

@@ -164,16 +164,18 @@ def _attn_group(cfg: Cfg, kind: str, count: int, state: dict[str, int]) -> AttnG
         return AttnGroup(kind=kind, layers=count, num_heads=heads, state_elems=state[kind])
     if cfg.has("kv_lora_rank"):
         latent = cfg.int("kv_lora_rank") + cfg.int("qk_rope_head_dim")
-        index, topk = 0, 0
+        index, topk, iheads, idim = 0, 0, 0, 0
         if cfg.has("index_head_dim"):
             idim = cfg.int("index_head_dim")
             index = idim + idim // 128 * _INDEX_SCALE_BYTES_PER_128
             topk = cfg.int("index_topk", 2048)  # vLLM `deepseek_v2.py: Indexer` default topk_tokens
+            iheads = cfg.int("index_n_heads")
         return AttnGroup(kind="mla", layers=count, num_heads=heads, kv_heads=1, latent_dim=latent,
                          rope_dim=cfg.int("qk_rope_head_dim"),
                          head_dim=cfg.int("qk_nope_head_dim") + cfg.int("qk_rope_head_dim"),
                          k_dim=cfg.int("qk_nope_head_dim") + cfg.int("qk_rope_head_dim"), v_dim=cfg.int("v_head_dim"),
-                         index_bytes_per_token=index, index_topk=topk, window=_window(cfg, kind))
+                         index_bytes_per_token=index, index_topk=topk, index_heads=iheads, index_dim=idim,
+                         window=_window(cfg, kind))
     g = blocks.attn_geom(cfg, kind)
     return AttnGroup(kind="full" if kind == "full" else "sliding", layers=count, num_heads=g.heads,
                      kv_heads=g.kv_heads, head_dim=g.head_dim, k_dim=g.head_dim, v_dim=0 if g.k_eq_v else g.v_dim,

@@ -67,6 +67,7 @@ class Features:
     win_head_dim: np.ndarray
     index_bytes: np.ndarray  # DSA indexer cache bytes per context token per layer (0 without DSA)
     index_topk: np.ndarray  # tokens DSA attends to (0 without DSA)
+    index_flops: np.ndarray  # DSA indexer FLOPs per (query token, context token), all layers: 2 heads x dim x layers
     b_kv: np.ndarray
     attn_t0_us: np.ndarray
     attn_e_bw: np.ndarray
@@ -216,8 +217,8 @@ def _attention(arch: ModelArch, plan: Plan, b_kv: float, sm: str) -> dict[str, f
     kernel's parameters for this KV dtype."""
     out = {"attn_layers": 0.0, "attn_heads": 0.0, "attn_kv_heads": 1.0, "attn_head_dim": 1.0, "win_layers": 0.0,
            "win_heads": 0.0, "win_kv_heads": 1.0, "win_head_dim": 1.0, "window": 0.0, "index_bytes": 0.0,
-           "index_topk": 0.0, "attn_full_flops": 0.0, "attn_win_flops": 0.0, "attn_mla": 0.0, "mla_latent": 0.0,
-           "mla_rope": 0.0, "pre_bytes": 0.0}
+           "index_topk": 0.0, "index_flops": 0.0, "attn_full_flops": 0.0, "attn_win_flops": 0.0, "attn_mla": 0.0,
+           "mla_latent": 0.0, "mla_rope": 0.0, "pre_bytes": 0.0}
     for g in arch.attn_groups:
         if g.kind in ("linear", "mamba"):
             continue
@@ -228,8 +229,9 @@ def _attention(arch: ModelArch, plan: Plan, b_kv: float, sm: str) -> dict[str, f
             out["attn_mla"], out["mla_rope"] = 1.0, float(g.rope_dim)
             out["mla_latent"] = float(g.latent_dim - g.rope_dim)
             pre_kv_heads = heads  # prefill attends with the up-projected heads (`kernels` docstring)
-            if g.index_topk:  # DSA's sparse prefill attends over the latent (absorbed form)
+            if g.index_topk:  # DSA's sparse prefill attends over the latent (absorbed form), top-k tokens only
                 dk, dv = g.latent_dim, g.latent_dim - g.rope_dim
+                out["index_flops"] += 2.0 * g.index_heads * g.index_dim * g.layers  # replicated on every rank
         else:
             kv_heads, head_dim = max(1.0, g.kv_heads / plan.tp), (dk + dv) / 2
             pre_kv_heads = kv_heads

@@ -8,7 +8,8 @@ Per step with d decode tokens (context c each) and p prefill tokens (context c_p
   E_local (1 - (1 - k/E)^(T dp)) and (token, expert) pairs T dp k / EP plus the busiest rank's excess
   sqrt(2 mean ln EP) (the expected maximum of EP Poisson loads; vLLM's EP places experts statically, EPLB off);
 - attention: the decode kernel over the decode tokens' KV (windowed layers capped at the window; DSA
-  attends to `index_topk` tokens after an indexer pass over the whole context), prefill attention as FLOPs;
+  attends to `index_topk` tokens after an indexer pass over the whole context), prefill attention as FLOPs
+  (DSA: its top-k per token, plus the indexer's logits over the whole context);
 - collectives (`cost/collectives.py`), timed on the profile's measured terms;
 - fixed time: layers x the per-layer term + the per-step term.
 """
@@ -71,7 +72,7 @@ def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: n
     parts_w, parts_c, fixed = _gemms(F, bw, tokens)
     moe_w, moe_c, moe_fixed = _moe(F, bw, tokens * F.dp)
     kv, attn_fixed = _decode_attention(F, bw, peak16, dec, ctx, q)
-    pre_w, pre_c, pre_fixed = _prefill_attention(F, bw, peak16, pre, ctx_pre)
+    pre_w, pre_c, pre_fixed = _prefill_attention(F, bw, peak16, pre, ctx_pre, hw.gpu.dense_flops_per_s("fp8"))
     gdn_w, gdn_c, gdn_fixed = _gdn(F, bw, peak16, dec, pre, ctx_pre)
     attn_fixed = attn_fixed + pre_fixed + gdn_fixed
     compute = parts_c + moe_c + pre_c + gdn_c
@@ -179,15 +180,21 @@ def _decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray,
     return us * 1e-6, fixed
 
 
-def _prefill_attention(F: Features, bw: float, peak: float, pre: np.ndarray,
-                       ctx_pre: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _prefill_attention(F: Features, bw: float, peak: float, pre: np.ndarray, ctx_pre: np.ndarray,
+                       peak8: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Prefill attention of `pre` prompt tokens of mean context `ctx_pre`, every layer
     (`kernels.attention_prefill_us`; windowed layers see at most the window): (memory seconds, compute-excess
-    seconds, fixed microseconds)."""
+    seconds, fixed microseconds). DSA: each query attends to its top-k tokens only, after the indexer's FP8
+    logits over its whole context (vLLM `sparse_attn_indexer.py`: `fp8_mqa_logits`, 2 x heads x dim FLOPs per
+    pair, no table of its own: the prefill attention's efficiency at the FP8 rate `peak8`)."""
     if not np.any(pre):  # a decode-only step
         return np.zeros(()), np.zeros(()), np.zeros(())
     ctx_win = np.minimum(ctx_pre, np.where(F.window > 0, F.window, ctx_pre))
-    tc = pre * (ctx_pre * F.attn_full_flops + ctx_win * F.attn_win_flops) / (peak * F.pre_e_f)
+    # mean over a prompt of I = 2 ctx_pre tokens of min(position, k): I / 2 up to k, k - k^2 / 2I beyond
+    k = np.maximum(F.index_topk, 1.0)
+    ctx_full = np.where((F.index_topk > 0) & (2 * ctx_pre > k), k - k * k / (4 * ctx_pre), ctx_pre)
+    tc = pre * (ctx_full * F.attn_full_flops + ctx_win * F.attn_win_flops) / (peak * F.pre_e_f) \
+        + pre * ctx_pre * F.index_flops / ((peak8 or peak) * F.pre_e_f)
     tw = pre * F.pre_bytes / (bw * F.pre_e_bw)
     w, c = _split(tw, tc, kernels.params()["prefill"]["p"])
     return w, c, (F.attn_layers + F.win_layers) * F.pre_t0_us * (pre > 0)
