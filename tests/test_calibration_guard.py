@@ -116,6 +116,17 @@ def test_a_term_outside_the_fit_bounds_is_refused_on_load(advisor, tmp_path: Pat
                            f"{bounds}")
 
 
+def test_a_calibration_with_a_term_this_version_dropped_says_recalibrate(advisor, tmp_path: Path) -> None:
+    # files written before the FLOP/s scale was removed (compute runs at the kernel tables' measured rate)
+    doc = json.loads(_user_calibration(advisor, tmp_path).read_text())
+    doc["terms"]["flops_scale"] = 1.17
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(doc))
+    assert_one_line(advisor("predict", "MiniMaxAI/MiniMax-M2.5", "--tp", "4", "--calibration", str(old)),
+                    f"--calibration {old}: field terms.flops_scale: a term this version no longer fits (written by an "
+                    "older advisor): run `advisor calibrate` again")
+
+
 def test_an_unknown_engine_in_a_calibration_is_refused(advisor, tmp_path: Path) -> None:
     doc = json.loads(_user_calibration(advisor, tmp_path).read_text())
     doc["engine"] = "tgi"

@@ -121,6 +121,8 @@ def read_calibration(path: Path) -> Calibration:
         first = err.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"])
         msg = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
+        if first["type"] == "extra_forbidden" and where.startswith("terms."):
+            msg = "a term this version no longer fits (written by an older advisor): run `advisor calibrate` again"
         raise AdvisorError(f"--calibration {path}: {f'field {where}: ' if where else ''}{msg}") from None
 
 
