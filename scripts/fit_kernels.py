@@ -357,16 +357,13 @@ def fit(model: str, c: dict[str, np.ndarray]) -> dict[str, Any]:
 
 
 def evaluate(model: str, params: dict[str, Any], c: dict[str, np.ndarray]) -> np.ndarray:
-    """Predicted microseconds; a group the parameters lack takes the median of the groups of its format (the part
-    of a "format/family" key before the slash), as `advisor/cost/kernels.py: moe_params` does for a GPU it never saw."""
+    """Predicted microseconds; a group the parameters lack takes its format's median, as the runtime does for a
+    GPU it never saw (`advisor/cost/kernels.py: group_params`)."""
+    from advisor.cost.kernels import group_params
+
     key, per, shared, predict = MODELS[model]
-    by = params["by_" + key]
-
-    def fallback(g: str, n: str) -> float:
-        same = [v[n] for k, v in by.items() if k.split("/")[0] == g.split("/")[0]] or [v[n] for v in by.values()]
-        return float(np.median(same))
-
-    f = {n: np.array([by[g][n] if g in by else fallback(g, n) for g in c[key]]) for n in per}
+    by = {g: group_params(params["by_" + key], g) for g in set(c[key])}
+    f = {n: np.array([by[g][n] for g in c[key]]) for n in per}
     return predict(c, f, {n: params[n] for n in shared})
 
 

@@ -110,17 +110,22 @@ def moe_family(table_fmt: str, sm: str, weight_only_fp4: bool = False) -> str:
     return MOE_FAMILY.get(sm, {}).get(table_fmt, MOE_FAMILY_DEFAULT.get(sm, "triton"))
 
 
+def group_params(by: dict[str, dict[str, float]], key: str) -> dict[str, float]:
+    """The parameters of group `key` ("format/family"); a group the tables never timed takes the median of its
+    format's groups (of every group when none has its format)."""
+    if key in by:
+        return dict(by[key])
+    same = [v for k, v in by.items() if k.split("/")[0] == key.split("/")[0]] or list(by.values())
+    return {n: float(np.median([v[n] for v in same])) for n in same[0]}
+
+
 @cache  # pure in its string arguments; callers only read the dict
-def moe_params(fmt: str, native_fp4: bool, sm: str = "") -> dict[str, float]:
+def moe_params(fmt: str, native_fp4: bool, sm: str) -> dict[str, float]:
     """t0_us, e_bw, e_f, kappa_ns_per_B of the fused-MoE kernel that runs expert format `fmt` on a GPU generation
-    `sm`; a (format, family) the tables never timed takes the format's other families' median."""
+    `sm` (`group_params`: a (format, family) the tables never timed takes the format's median)."""
     table = moe_format(fmt, native_fp4)
     family = moe_family(table, sm, weight_only_fp4=fmt == "nvfp4" and not native_fp4)
-    by = params()["moe"]["by_fmt"]
-    if f"{table}/{family}" in by:
-        return dict(by[f"{table}/{family}"])
-    same = [v for k, v in by.items() if k.split("/")[0] == table] or list(by.values())
-    return {n: float(np.median([v[n] for v in same])) for n in same[0]}
+    return group_params(params()["moe"]["by_fmt"], f"{table}/{family}")
 
 
 @cache  # pure in its string arguments; callers only read the dict

@@ -56,7 +56,7 @@ class MemoryFit(BaseModel):
     budget: Budget
 
 
-def kv_elem_bytes(arch: ModelArch, settings: Settings, sm: str = "") -> tuple[float, str]:
+def kv_elem_bytes(arch: ModelArch, settings: Settings, sm: str) -> tuple[float, str]:
     """KV element size: `auto` -> the checkpoint's (ModelOpt FP8-KV checkpoints resolve to fp8,
     `engine/arg_utils.py:resolve_kv_cache_dtype_string`), else the flag. SGLang stores a DSA model's cache
     (DeepSeek-V3.2, GLM-5) in FP8 on compute capability 10 and above under `auto` (v0.5.5-v0.5.10

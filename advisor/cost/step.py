@@ -181,12 +181,13 @@ def _decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray,
 
 
 def _prefill_attention(F: Features, bw: float, peak: float, pre: np.ndarray, ctx_pre: np.ndarray,
-                       peak8: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                       peak8: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Prefill attention of `pre` prompt tokens of mean context `ctx_pre`, every layer
     (`kernels.attention_prefill_us`; windowed layers see at most the window): (memory seconds, compute-excess
     seconds, fixed microseconds). DSA: each query attends to its top-k tokens only, after the indexer's FP8
     logits over its whole context (vLLM `sparse_attn_indexer.py`: `fp8_mqa_logits`, 2 x heads x dim FLOPs per
-    pair, no table of its own: the prefill attention's efficiency at the FP8 rate `peak8`)."""
+    pair, no table of its own: the prefill attention's efficiency at the FP8 rate `peak8`, the BF16 one on a GPU
+    without FP8)."""
     if not np.any(pre):  # a decode-only step
         return np.zeros(()), np.zeros(()), np.zeros(())
     ctx_win = np.minimum(ctx_pre, np.where(F.window > 0, F.window, ctx_pre))
@@ -194,7 +195,7 @@ def _prefill_attention(F: Features, bw: float, peak: float, pre: np.ndarray, ctx
     k = np.maximum(F.index_topk, 1.0)
     ctx_full = np.where((F.index_topk > 0) & (2 * ctx_pre > k), k - k * k / (4 * ctx_pre), ctx_pre)
     tc = pre * (ctx_full * F.attn_full_flops + ctx_win * F.attn_win_flops) / (peak * F.pre_e_f) \
-        + pre * ctx_pre * F.index_flops / ((peak8 or peak) * F.pre_e_f)
+        + pre * ctx_pre * F.index_flops / (peak8 * F.pre_e_f)
     tw = pre * F.pre_bytes / (bw * F.pre_e_bw)
     w, c = _split(tw, tc, kernels.params()["prefill"]["p"])
     return w, c, (F.attn_layers + F.win_layers) * F.pre_t0_us * (pre > 0)
