@@ -92,7 +92,7 @@ def test_check_silicon_dev_predicts_most_rows() -> None:
     r = _cli("check", str(BENCH / "silicon_dev.csv"), "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert len(doc["rows"]) == 1814
+    assert len(doc["rows"]) == 1541
     unpredicted = [row for row in doc["rows"] if row["predicted"] is None]
     assert all(row["reason"] for row in unpredicted)
     assert doc["summary"]["overall"]["predicted"] > 1400

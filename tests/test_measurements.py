@@ -52,10 +52,10 @@ def test_silicon_dev_reads_zero_parallel_sizes_as_not_used(bench_dir: Path) -> N
     raw = _raw_rows(path)
     zero_rows = {i for i, r in enumerate(raw, start=1) if "0" in (r["dp"], r["ep"])}
     result = read_measurements(path)
-    assert len(raw) == 1814
+    assert len(raw) == 1541
     assert len(zero_rows) == 19  # aiconfigurator "epnone" rows converted as ep=0 (and dp=0)
     assert result.rejected == []
-    assert len(result.rows) == 1814
+    assert len(result.rows) == 1541
     zero = [m for m in result.rows if m.row in zero_rows]
     assert len(zero) == 19 and all(m.dp >= 1 and m.ep == 1 for m in zero)
     assert {m.engine for m in result.rows} == {"vllm", "sglang", "trtllm"}
@@ -71,6 +71,21 @@ def test_silicon_dev_reads_zero_parallel_sizes_as_not_used(bench_dir: Path) -> N
     assert (first.input_len, first.output_len, first.tpot_ms) == (8192, 1024, 17.5058)
 
 
+def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Path) -> None:
+    # tests/data/bench/README.md: InferenceX's dsr1-{fp8,fp4}-b200-trt-mtp configs were the only ones on TRT-LLM
+    # 1.2.0rc6.post3 (MTP 3, 1 with attention-DP); qwen3.5-fp8-b200-sglang-mtp ran TP4 EP1 with 3 EAGLE steps
+    rows = read_measurements(bench_dir / "silicon_dev.csv").rows
+    spec = [m for m in rows if m.spec_tokens]
+    assert len(spec) == 68
+    trt = [m for m in spec if m.engine == "trtllm"]
+    assert len(trt) == 47 and {m.model for m in trt} == {"deepseek-ai/DeepSeek-R1"}
+    assert all(m.engine_version == "1.2.0rc6.post3" and m.spec_tokens == (1 if m.dp > 1 else 3) for m in trt)
+    assert not [m for m in rows if m.engine_version == "1.2.0rc6.post3" and not m.spec_tokens]
+    sgl = [m for m in spec if m.engine == "sglang"]
+    assert len(sgl) == 21 and all((m.model, m.weight_dtype, m.tp, m.ep, m.spec_tokens)
+                                  == ("Qwen/Qwen3.5-397B-A17B", "fp8", 4, 1, 3) for m in sgl)
+
+
 def test_known_model_and_hardware_callbacks_reject_rows(bench_dir: Path) -> None:
     def known_hw(hw: str) -> bool:
         if hw == "gb200":
@@ -83,7 +98,7 @@ def test_known_model_and_hardware_callbacks_reject_rows(bench_dir: Path) -> None
         known_hardware=known_hw,
     )
     reasons = [r.reason for r in result.rejected]
-    assert sum("unknown model 'zhipuai/GLM-5'" in r for r in reasons) == 46
+    assert sum("unknown model 'zhipuai/GLM-5'" in r for r in reasons) == 34
     assert any("unknown hardware 'gb200': hwprofiles/gb200.toml" in r for r in reasons)
     assert all(m.model != "zhipuai/GLM-5" and m.hardware != "gb200" for m in result.rows)
 
@@ -437,10 +452,10 @@ def test_silicon_dev_attention_dp_rows_read_the_benchmark_concurrency(bench_dir:
     raw = {i: r for i, r in enumerate(_raw_rows(path), start=1)}
     rows = {m.row: m for m in read_measurements(path).rows}
     dp = [m for m in rows.values() if m.dp > 1]
-    assert len(dp) == 51
-    cfg = next(m for m in dp if m.source.endswith("id=dsr1_b200_trtllm_fp4_agg_1024x1024_c256_cfg191"))
+    assert len(dp) == 35
+    cfg = next(m for m in dp if m.source.endswith("id=dsr1_b200_trtllm_fp4_agg_8192x1024_c256_cfg191"))
     assert (raw[cfg.row]["concurrency"], cfg.concurrency, cfg.dp) == ("4", 256, 8)  # stored 256 / 64
     per_rank = next(m for m in dp if m.source.endswith("_1024x1024_c64_tp8_0_ep8_0_976"))
     assert (raw[per_rank.row]["concurrency"], per_rank.concurrency) == ("8", 64)  # stored 64 / 8
-    assert sum(raw[i]["concurrency"] != str(m.concurrency) for i, m in rows.items()) == 72
+    assert sum(raw[i]["concurrency"] != str(m.concurrency) for i, m in rows.items()) == 56
     assert benchmark_concurrency("7", "case study row 1") == "7"  # other sources: the cell as written

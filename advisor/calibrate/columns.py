@@ -12,6 +12,7 @@ COLUMNS: tuple[str, ...] = (
     "pp",
     "dp",
     "ep",
+    "spec_tokens",
     "concurrency",
     "input_len",
     "output_len",

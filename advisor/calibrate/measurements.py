@@ -85,6 +85,8 @@ class Measurement(BaseModel):
     pp: int = Field(default=1, ge=1)
     dp: int = Field(default=1, ge=1)
     ep: int = Field(default=1, ge=1)
+    spec_tokens: int = Field(default=0, ge=0, le=8)
+    """Tokens drafted per step by speculative decoding (MTP / EAGLE); 0 (empty): none."""
     concurrency: int = Field(ge=1)
     input_len: int | None = Field(default=None, ge=1)
     output_len: int | None = Field(default=None, ge=1)
@@ -106,7 +108,7 @@ class Measurement(BaseModel):
             return _unknown(info.field_name)
         return _NORMALIZE[info.field_name](text) if info.field_name in _NORMALIZE else text
 
-    @field_validator(*_PLAN, "concurrency", *_LENGTHS, mode="before")
+    @field_validator(*_PLAN, "spec_tokens", "concurrency", *_LENGTHS, mode="before")
     @classmethod
     def _int_cell(cls, v: object, info: ValidationInfo) -> object:
         """Spreadsheet spellings of an integer ('8', '8.0', '1e3'); anything else is left for pydantic to reject."""

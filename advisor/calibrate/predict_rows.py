@@ -120,10 +120,25 @@ def requantized_kv_dtype(row_weights: str | None, own_weights: str) -> Literal["
     return "fp8" if row_weights in ("fp8", "nvfp4") and row_weights != own_weights else "auto"
 
 
+def _speculation_reason(arch: Any, drafted: int) -> str | None:
+    """Why a row measured with `drafted` speculative tokens per step cannot be predicted: its tokens per step
+    need the drafts' acceptance (`cost/speculative.py`), which the row does not state; None when it can."""
+    from advisor.cost.speculative import acceptance_for
+
+    if drafted <= 0:
+        return None
+    if not arch.mtp_layers:
+        return f"measured with speculative decoding ({drafted} drafted tokens per step); the model has no MTP layers"
+    if acceptance_for(arch.model, None)[0] is None:
+        return (f"measured with speculative decoding ({drafted} drafted tokens per step); no published draft "
+                f"acceptance for {arch.model}")
+    return None
+
+
 def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measurement, engine: str,
                    inp: int, out: int) -> dict[str, object] | str:
     """plan_features of the row's case, or why it cannot run (cached per distinct case)."""
-    key = (row.model, hw.id, row.tp, row.pp, row.dp, row.ep, row.weight_dtype, engine, inp, out)
+    key = (row.model, hw.id, row.tp, row.pp, row.dp, row.ep, row.spec_tokens, row.weight_dtype, engine, inp, out)
     if key in cache.feats:
         return cache.feats[key]
     from advisor.cost.sweep import make_case
@@ -131,10 +146,13 @@ def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measureme
     result: dict[str, object] | str
     if inp + out > arch.max_context:
         result = f"{inp}+{out} tokens exceed the model's context of {arch.max_context}"
+    elif (speculation := _speculation_reason(arch, row.spec_tokens)) is not None:
+        result = speculation
     else:
         settings = Settings(weight_dtype=row.weight_dtype, engine=engine,
                             kv_cache_dtype=requantized_kv_dtype(row.weight_dtype, arch.weight_dtype),
-                            max_model_len=inp + out)  # the run needed at least this
+                            max_model_len=inp + out,  # the run needed at least this
+                            speculative=row.spec_tokens > 0, speculative_tokens=row.spec_tokens or None)
         try:
             case = make_case(arch, Plan(tp=row.tp, pp=row.pp, dp=row.dp, ep=row.ep), hw, settings)
         except (AdvisorError, ValueError) as err:

@@ -7,8 +7,10 @@ A `Fitter` turns training buckets into terms per (hardware, engine) key; the spl
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 import numpy as np
@@ -43,7 +45,16 @@ class HeldOut:
 
 
 def group_of(row: Measurement, key: Key, split: Split) -> str:
-    return row.model if split == "model" else key[0]
+    return architecture_of(row.model) if split == "model" else key[0]
+
+
+@cache
+def architecture_of(model: str) -> str:
+    """What "a model the fit never saw" holds out: models whose architectures differ only in name
+    (DeepSeek-R1 and DeepSeek-V3, whose measured rows repeat one another's runs) are one."""
+    from advisor.resolve import resolve
+
+    return json.dumps(resolve(model).arch.model_dump(mode="json", exclude={"model"}), sort_keys=True)
 
 
 def held_out(buckets: Mapping[Key, Bucket], split: Split, fitter: Fitter) -> list[HeldOut]:
