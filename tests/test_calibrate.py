@@ -218,3 +218,16 @@ def test_a_speculative_row_is_predicted_only_with_a_published_acceptance() -> No
     assert plain.predicted and mtp.predicted and r1.predicted is None
     assert 1.2 < plain.predicted["tpot_ms"] / mtp.predicted["tpot_ms"] < 1.85
     assert r1.reason is not None and "speculative decoding (3 drafted tokens per step)" in r1.reason
+
+
+def test_models_that_differ_only_in_name_are_held_out_together() -> None:
+    # DeepSeek-R1 and DeepSeek-V3 share one config (and, in silicon_dev.csv, repeat each other's runs): holding
+    # out one while the other trains would judge a run the fit saw
+    from advisor.calibrate.splits import architecture_of, group_of
+
+    r1, v3 = (Measurement(model=m, hardware="b200-sxm", tp=8, concurrency=4, tpot_ms=9.0, source="t", row=1,
+                          file="t") for m in ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"))
+    key = ("b200-sxm", "vllm")
+    assert group_of(r1, key, "model") == group_of(v3, key, "model")
+    assert architecture_of("deepseek-ai/DeepSeek-R1") != architecture_of("nvidia/DeepSeek-R1-NVFP4")  # other weights
+    assert group_of(r1, key, "hardware") == "b200-sxm"

@@ -92,10 +92,12 @@ def test_check_silicon_dev_predicts_most_rows() -> None:
     r = _cli("check", str(BENCH / "silicon_dev.csv"), "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert len(doc["rows"]) == 1541
+    assert len(doc["rows"]) == 1492
     unpredicted = [row for row in doc["rows"] if row["predicted"] is None]
     assert all(row["reason"] for row in unpredicted)
-    assert doc["summary"]["overall"]["predicted"] > 1400
+    assert doc["summary"]["overall"]["predicted"] > 1350
+    # the 68 rows measured with speculative decoding (tests/data/bench/README.md) say so
+    assert sum("speculative decoding" in row["reason"] for row in unpredicted) == 68
 
 
 def test_condition_flags_fill_what_a_vllm_bench_json_lacks(tmp_path: Path) -> None:

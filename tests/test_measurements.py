@@ -52,10 +52,10 @@ def test_silicon_dev_reads_zero_parallel_sizes_as_not_used(bench_dir: Path) -> N
     raw = _raw_rows(path)
     zero_rows = {i for i, r in enumerate(raw, start=1) if "0" in (r["dp"], r["ep"])}
     result = read_measurements(path)
-    assert len(raw) == 1541
+    assert len(raw) == 1492
     assert len(zero_rows) == 19  # aiconfigurator "epnone" rows converted as ep=0 (and dp=0)
     assert result.rejected == []
-    assert len(result.rows) == 1541
+    assert len(result.rows) == 1492
     zero = [m for m in result.rows if m.row in zero_rows]
     assert len(zero) == 19 and all(m.dp >= 1 and m.ep == 1 for m in zero)
     assert {m.engine for m in result.rows} == {"vllm", "sglang", "trtllm"}
