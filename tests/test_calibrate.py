@@ -231,3 +231,14 @@ def test_models_that_differ_only_in_name_are_held_out_together() -> None:
     assert group_of(r1, key, "model") == group_of(v3, key, "model")
     assert architecture_of("deepseek-ai/DeepSeek-R1") != architecture_of("nvidia/DeepSeek-R1-NVFP4")  # other weights
     assert group_of(r1, key, "hardware") == "b200-sxm"
+
+
+def test_a_rows_kv_cache_dtype_sizes_its_cache() -> None:
+    # DeepSeek-R1 keeps (512 + 64) latent elements per layer and token: 61 x 576 x 2 B = 70,272 B in BF16 (the
+    # checkpoint's default), half with --kv-cache-dtype fp8_e4m3
+    rows = [Measurement(model="deepseek-ai/DeepSeek-R1", hardware="b200-sxm", engine="sglang", tp=8,
+                        kv_cache_dtype=kv, concurrency=8, input_len=1024, output_len=1024, tpot_ms=20.0,
+                        source="test", row=1, file="t") for kv in (None, "fp8")]
+    _, buckets = prepare(rows)
+    (bucket,) = buckets.values()
+    assert sorted(float(x) for x in bucket.features.kv_full) == [35_136.0, 70_272.0]

@@ -76,14 +76,20 @@ def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Pa
     # 1.2.0rc6.post3 (MTP 3, 1 with attention-DP); qwen3.5-fp8-b200-sglang-mtp ran TP4 EP1 with 3 EAGLE steps
     rows = read_measurements(bench_dir / "silicon_dev.csv").rows
     spec = [m for m in rows if m.spec_tokens]
-    assert len(spec) == 68
+    assert len(spec) == 81
     trt = [m for m in spec if m.engine == "trtllm"]
     assert len(trt) == 47 and {m.model for m in trt} == {"deepseek-ai/DeepSeek-R1"}
     assert all(m.engine_version == "1.2.0rc6.post3" and m.spec_tokens == (1 if m.dp > 1 else 3) for m in trt)
     assert not [m for m in rows if m.engine_version == "1.2.0rc6.post3" and not m.spec_tokens]
-    sgl = [m for m in spec if m.engine == "sglang"]
-    assert len(sgl) == 21 and all((m.model, m.weight_dtype, m.tp, m.ep, m.spec_tokens)
-                                  == ("Qwen/Qwen3.5-397B-A17B", "fp8", 4, 1, 3) for m in sgl)
+    qwen = [m for m in spec if m.engine == "sglang" and m.model == "Qwen/Qwen3.5-397B-A17B"]
+    assert len(qwen) == 21 and all((m.weight_dtype, m.tp, m.ep, m.spec_tokens) == ("fp8", 4, 1, 3) for m in qwen)
+    # dsr1-fp8-b200-sglang-mtp (EAGLE, 2 steps): the points the plain config's search space does not hold
+    r1 = [m for m in spec if m.engine == "sglang" and m.model == "deepseek-ai/DeepSeek-R1"]
+    assert len(r1) == 13 and all(m.tp == 8 and m.spec_tokens == 2 and m.concurrency > (4 if m.input_len == 8192
+                                                                                       else 64) for m in r1)
+    # the InferenceX scripts' FP8 KV cache (README: kv_cache_dtype), on the same campaigns
+    fp8_kv = [m for m in rows if m.kv_cache_dtype == "fp8"]
+    assert len(fp8_kv) == 203 and {m.engine_version for m in fp8_kv} == {"1.2.0rc6.post2", "1.2.0rc6.post3", "0.5.9"}
 
 
 def test_known_model_and_hardware_callbacks_reject_rows(bench_dir: Path) -> None:

@@ -13,6 +13,7 @@ COLUMNS: tuple[str, ...] = (
     "dp",
     "ep",
     "spec_tokens",
+    "kv_cache_dtype",
     "concurrency",
     "input_len",
     "output_len",

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from advisor.calibrate.columns import COLUMNS, METRICS, REQUIRED_COLUMNS
+from advisor.engines import KvDtype
 from advisor.errors import AdvisorError
 
 WeightDtype = Literal["bf16", "fp8", "int4", "nvfp4", "mxfp4"]
@@ -59,6 +60,16 @@ def normalize_weight_dtype(value: str) -> str:
     return _DTYPE_ALIASES[key]
 
 
+def normalize_kv_dtype(value: str) -> str:
+    """Map an engine's --kv-cache-dtype spelling (auto, fp8, fp8_e4m3, fp8_e5m2, bf16, bfloat16) to auto|fp8|bf16."""
+    key = re.sub(r"[^a-z0-9]", "", value.lower())
+    if key.startswith("fp8"):
+        return "fp8"
+    if key in ("auto", "bf16", "bfloat16"):
+        return "auto" if key == "auto" else "bf16"
+    raise ValueError(f"kv_cache_dtype {value!r} is not one of auto, fp8 (fp8_e4m3, fp8_e5m2), bf16")
+
+
 def normalize_engine(value: str) -> str:
     """Map vLLM/SGLang/TensorRT-LLM spellings to vllm|sglang|trtllm."""
     key = re.sub(r"[^a-z0-9]", "", value.lower())
@@ -87,6 +98,8 @@ class Measurement(BaseModel):
     ep: int = Field(default=1, ge=1)
     spec_tokens: int = Field(default=0, ge=0, le=8)
     """Tokens drafted per step by speculative decoding (MTP / EAGLE); 0 (empty): none."""
+    kv_cache_dtype: KvDtype | None = None
+    """The run's --kv-cache-dtype; None (empty): the engine's default for the checkpoint."""
     concurrency: int = Field(ge=1)
     input_len: int | None = Field(default=None, ge=1)
     output_len: int | None = Field(default=None, ge=1)
@@ -97,7 +110,8 @@ class Measurement(BaseModel):
     row: int = Field(ge=1)
     file: str
 
-    @field_validator("model", "hardware", "engine", "engine_version", "weight_dtype", *METRICS, mode="before")
+    @field_validator("model", "hardware", "engine", "engine_version", "weight_dtype", "kv_cache_dtype", *METRICS,
+                     mode="before")
     @classmethod
     def _cell(cls, v: object, info: ValidationInfo) -> object:
         """A text or metric cell, stripped; engine and weight_dtype spellings normalised."""
@@ -149,7 +163,8 @@ class Measurement(BaseModel):
         return self
 
 
-_NORMALIZE: dict[str, Callable[[str], str]] = {"engine": normalize_engine, "weight_dtype": normalize_weight_dtype}
+_NORMALIZE: dict[str, Callable[[str], str]] = {"engine": normalize_engine, "weight_dtype": normalize_weight_dtype,
+                                               "kv_cache_dtype": normalize_kv_dtype}
 
 
 def _unknown(name: str | None) -> object:

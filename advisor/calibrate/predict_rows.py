@@ -138,7 +138,8 @@ def _speculation_reason(arch: Any, drafted: int) -> str | None:
 def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measurement, engine: str,
                    inp: int, out: int) -> dict[str, object] | str:
     """plan_features of the row's case, or why it cannot run (cached per distinct case)."""
-    key = (row.model, hw.id, row.tp, row.pp, row.dp, row.ep, row.spec_tokens, row.weight_dtype, engine, inp, out)
+    key = (row.model, hw.id, row.tp, row.pp, row.dp, row.ep, row.spec_tokens, row.kv_cache_dtype, row.weight_dtype,
+           engine, inp, out)
     if key in cache.feats:
         return cache.feats[key]
     from advisor.cost.sweep import make_case
@@ -150,7 +151,8 @@ def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measureme
         result = speculation
     else:
         settings = Settings(weight_dtype=row.weight_dtype, engine=engine,
-                            kv_cache_dtype=requantized_kv_dtype(row.weight_dtype, arch.weight_dtype),
+                            kv_cache_dtype=row.kv_cache_dtype or requantized_kv_dtype(row.weight_dtype,
+                                                                                      arch.weight_dtype),
                             max_model_len=inp + out,  # the run needed at least this
                             speculative=row.spec_tokens > 0, speculative_tokens=row.spec_tokens or None)
         try:

@@ -27,7 +27,8 @@ from advisor.calibrate.columns import COLUMNS, METRICS, REQUIRED_COLUMNS
 from advisor.calibrate.measurements import Measurement, Rejected, benchmark_concurrency, build_row, read_text
 from advisor.errors import AdvisorError
 
-CONFIG = ("model", "hardware", "engine", "engine_version", "weight_dtype", "tp", "pp", "dp", "ep", "spec_tokens")
+CONFIG = ("model", "hardware", "engine", "engine_version", "weight_dtype", "tp", "pp", "dp", "ep", "spec_tokens",
+          "kv_cache_dtype")
 _AT = {c: i for i, c in enumerate(COLUMNS)}
 _PLAIN = re.compile(r"[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _PLACEHOLDER = {"concurrency": "1", "ttft_ms": "1", "input_len": "", "output_len": "", "tpot_ms": "",
