@@ -89,7 +89,10 @@ def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Pa
                                                                                        else 64) for m in r1)
     # the InferenceX scripts' FP8 KV cache (README: kv_cache_dtype), on the same campaigns
     fp8_kv = [m for m in rows if m.kv_cache_dtype == "fp8"]
-    assert len(fp8_kv) == 203 and {m.engine_version for m in fp8_kv} == {"1.2.0rc6.post2", "1.2.0rc6.post3", "0.5.9"}
+    assert len(fp8_kv) == 324
+    assert len([m for m in fp8_kv if m.model == "openai/gpt-oss-120b" and m.hardware == "b200-sxm"]) == 121
+    auto = [m for m in rows if m.kv_cache_dtype == "auto"]  # gpt-oss on H100 (and B200 before 2025-12-08): no flag
+    assert len(auto) == 50 and {m.model for m in auto} == {"openai/gpt-oss-120b"}
 
 
 def test_known_model_and_hardware_callbacks_reject_rows(bench_dir: Path) -> None:

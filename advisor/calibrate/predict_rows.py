@@ -127,11 +127,11 @@ def _speculation_reason(arch: Any, drafted: int) -> str | None:
 
     if drafted <= 0:
         return None
+    what = f"measured with speculative decoding ({drafted} drafted token{'s' if drafted > 1 else ''} per step)"
     if not arch.mtp_layers:
-        return f"measured with speculative decoding ({drafted} drafted tokens per step); the model has no MTP layers"
+        return f"{what}; the model has no MTP layers"
     if acceptance_for(arch.model, None)[0] is None:
-        return (f"measured with speculative decoding ({drafted} drafted tokens per step); no published draft "
-                f"acceptance for {arch.model}")
+        return f"{what}; no published draft acceptance for {arch.model}"
     return None
 
 
