@@ -7,7 +7,7 @@ Rows: silicon_dev.csv, the case study (advisor/examples/case_study.csv) and the 
 (public_clean.csv). Per engine, one pooled fit over every GPU (`advisor/calibrate/pooled.py`). Then, for
 the README and the intervals:
 - leave-one-model-out: every model predicted by terms fitted without it (all engines refitted per model; models
-  whose architectures differ only in name, DeepSeek-R1 and -V3, are one: `calibrate/splits.py: architecture_of`);
+  whose architectures differ only in name, DeepSeek-R1 and -V3, are one: `calibrate/splits.py: group_of`);
 - leave-one-hardware-out: every GPU predicted by its engine's pooled terms fitted without it, i.e. the
   engine-wide terms and its own spec sheet;
 - the 80% interval is the 10th-90th percentile of the leave-one-model-out signed errors; its coverage is
@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))  # run from a checkout without install
 from advisor.calibrate.measurements import read_measurements  # noqa: E402
 from advisor.calibrate.pooled import METHOD, PooledCalibrator  # noqa: E402
 from advisor.calibrate.predict_rows import prepare  # noqa: E402
-from advisor.calibrate.splits import HeldOut, architecture_of, held_out, pooled_fitter, summarize  # noqa: E402
+from advisor.calibrate.splits import HeldOut, group_of, held_out, pooled_fitter, summarize  # noqa: E402
 from advisor.calibrate.store import SHIPPED, HardwareFit, PooledFit  # noqa: E402
 from advisor.files import write_atomic  # noqa: E402
 
@@ -52,7 +52,7 @@ def inside(err: float, band: tuple[float, float]) -> bool:
 
 def coverage(rows: list[HeldOut], metric: str) -> float | None:
     """Share of rows inside the interval built from the other models' residuals (nested: honest)."""
-    errs = [(architecture_of(r.row.model), e) for r in rows if (e := r.error_pct(metric)) is not None]
+    errs = [(group_of(r.row, r.key, "model"), e) for r in rows if (e := r.error_pct(metric)) is not None]
     hits = []
     for model in sorted({m for m, _ in errs}):
         others = [e for m, e in errs if m != model]

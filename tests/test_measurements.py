@@ -468,3 +468,12 @@ def test_silicon_dev_attention_dp_rows_read_the_benchmark_concurrency(bench_dir:
     assert (raw[per_rank.row]["concurrency"], per_rank.concurrency) == ("8", 64)  # stored 64 / 8
     assert sum(raw[i]["concurrency"] != str(m.concurrency) for i, m in rows.items()) == 56
     assert benchmark_concurrency("7", "case study row 1") == "7"  # other sources: the cell as written
+
+
+def test_kv_cache_dtype_spellings_and_a_bad_one() -> None:
+    cells = {"model": "deepseek-ai/DeepSeek-R1", "hardware": "b200-sxm", "tp": "8", "concurrency": "4",
+             "tpot_ms": "9", "source": "t"}
+    got = [build_row({**cells, "kv_cache_dtype": v}, file="t.csv", row=1) for v in ("fp8_e4m3", "FP8", "bfloat16", "")]
+    assert [getattr(m, "kv_cache_dtype", "rejected") for m in got] == ["fp8", "fp8", "bf16", None]
+    bad = build_row({**cells, "kv_cache_dtype": "int9"}, file="t.csv", row=1)
+    assert isinstance(bad, Rejected) and "kv_cache_dtype 'int9' is not one of" in bad.reason

@@ -60,14 +60,15 @@ def normalize_weight_dtype(value: str) -> str:
     return _DTYPE_ALIASES[key]
 
 
+_KV_ALIASES = {"auto": "auto", "fp8": "fp8", "fp8e4m3": "fp8", "fp8e5m2": "fp8", "bf16": "bf16", "bfloat16": "bf16"}
+
+
 def normalize_kv_dtype(value: str) -> str:
     """Map an engine's --kv-cache-dtype spelling (auto, fp8, fp8_e4m3, fp8_e5m2, bf16, bfloat16) to auto|fp8|bf16."""
     key = re.sub(r"[^a-z0-9]", "", value.lower())
-    if key.startswith("fp8"):
-        return "fp8"
-    if key in ("auto", "bf16", "bfloat16"):
-        return "auto" if key == "auto" else "bf16"
-    raise ValueError(f"kv_cache_dtype {value!r} is not one of auto, fp8 (fp8_e4m3, fp8_e5m2), bf16")
+    if key not in _KV_ALIASES:
+        raise ValueError(f"kv_cache_dtype {value!r} is not one of auto, fp8 (fp8_e4m3, fp8_e5m2), bf16")
+    return _KV_ALIASES[key]
 
 
 def normalize_engine(value: str) -> str:
