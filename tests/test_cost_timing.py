@@ -15,7 +15,7 @@ from conftest import catalog_arch
 from advisor.cost import kernels
 from advisor.cost.features import Features, plan_features
 from advisor.cost.plan import Plan
-from advisor.cost.serving import adp_balance_wait_steps, kv_capacity
+from advisor.cost.serving import adp_balance_wait_steps, kv_capacity, scheduler, wave_share
 from advisor.cost.step import busiest_rank_pairs, comm_fn, pad_tokens, step_time, touched_experts
 from advisor.cost.sweep import Case, evaluate, make_case
 from advisor.cost.terms import Terms
@@ -299,3 +299,18 @@ def test_dsa_prefill_attends_top_k_after_the_indexer() -> None:
     # a prompt shorter than top-k attends to all of it
     want = 1024 * 512 * (F.attn_full_flops[0] / (peak * e_f) + F.index_flops[0] / (peak8 * e_f))
     assert compute(1024) == pytest.approx(want, rel=1e-9)
+
+
+def test_benchmark_mean_lengths_by_hand() -> None:
+    """InferenceX draws randint(int(0.8 x 1024), 1024 + 1): mean (819 + 1024) / 2; unknown or 1: as stated."""
+    from advisor.calibrate.predict_table import mean_lengths
+
+    got = mean_lengths(np.array([1024.0, 1024.0, 1024.0, 8192.0]), np.array([0.8, np.nan, 1.0, 0.8]))
+    assert got.tolist() == [921.5, 1024.0, 1024.0, (6553 + 8192) / 2]
+
+
+def test_equal_lengths_keep_waves_only_under_a_prefill_first_scheduler() -> None:
+    fixed = np.array([True, False])
+    assert wave_share(0.3, scheduler("sglang", 8192), fixed).tolist() == [1.0, 0.3]
+    assert wave_share(0.3, scheduler("vllm", 8192), fixed).tolist() == [0.3, 0.3]
+    assert wave_share(0.3, scheduler("trtllm", 8192), fixed).tolist() == [0.3, 0.3]

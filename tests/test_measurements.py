@@ -93,6 +93,13 @@ def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Pa
     assert len([m for m in fp8_kv if m.model == "openai/gpt-oss-120b" and m.hardware == "b200-sxm"]) == 121
     auto = [m for m in rows if m.kv_cache_dtype == "auto"]  # gpt-oss on H100 (and B200 before 2025-12-08): no flag
     assert len(auto) == 50 and {m.model for m in auto} == {"openai/gpt-oss-120b"}
+    # length_ratio (README): InferenceX's --random-range-ratio 0.8, aiperf fixed lengths for the gap-analysis runs
+    ratio = {v: [m for m in rows if m.length_ratio == v] for v in (0.8, 1.0, None)}
+    assert [len(ratio[v]) for v in (0.8, 1.0, None)] == [927, 563, 2]
+    assert all("_gap_analysis_" in m.source for m in ratio[None])
+    h100 = {m.engine for m in ratio[1.0] if m.hardware == "h100-sxm"}
+    assert h100 == {"sglang", "trtllm", "vllm"} and not [m for m in ratio[0.8] if m.engine == "sglang" and
+                                                         m.hardware == "h100-sxm"]
 
 
 def test_known_model_and_hardware_callbacks_reject_rows(bench_dir: Path) -> None:
@@ -477,3 +484,13 @@ def test_kv_cache_dtype_spellings_and_a_bad_one() -> None:
     assert [getattr(m, "kv_cache_dtype", "rejected") for m in got] == ["fp8", "fp8", "bf16", None]
     bad = build_row({**cells, "kv_cache_dtype": "int9"}, file="t.csv", row=1)
     assert isinstance(bad, Rejected) and "kv_cache_dtype 'int9' is not one of" in bad.reason
+
+
+def test_length_ratio_cells() -> None:
+    cells = {"model": "deepseek-ai/DeepSeek-R1", "hardware": "b200-sxm", "tp": "8", "concurrency": "4",
+             "tpot_ms": "9", "source": "t"}
+    got = [build_row({**cells, "length_ratio": v}, file="t.csv", row=1) for v in ("0.8", "1", " ")]
+    assert [getattr(m, "length_ratio", "rejected") for m in got] == [0.8, 1.0, None]
+    for bad in ("0", "1.2", "wide"):
+        r = build_row({**cells, "length_ratio": bad}, file="t.csv", row=1)
+        assert isinstance(r, Rejected) and "length_ratio" in r.reason

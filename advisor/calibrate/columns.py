@@ -14,6 +14,7 @@ COLUMNS: tuple[str, ...] = (
     "ep",
     "spec_tokens",
     "kv_cache_dtype",
+    "length_ratio",
     "concurrency",
     "input_len",
     "output_len",

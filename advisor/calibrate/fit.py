@@ -91,7 +91,8 @@ def subset(b: Bucket, keep: np.ndarray) -> Bucket:
     pos = np.arange(len(b.index))[keep]
     feats = Features(**{f.name: getattr(b.features, f.name)[pos] for f in fields(Features)})
     return replace(b, index=[b.index[j] for j in pos], rows=[b.rows[j] for j in pos], features=feats,
-                   concurrency=b.concurrency[pos], input_len=b.input_len[pos], output_len=b.output_len[pos])
+                   concurrency=b.concurrency[pos], input_len=b.input_len[pos], output_len=b.output_len[pos],
+                   fixed_lengths=b.fixed_lengths[pos])
 
 
 def measured(b: Bucket) -> dict[str, np.ndarray]:

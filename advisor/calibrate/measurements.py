@@ -101,6 +101,10 @@ class Measurement(BaseModel):
     """Tokens drafted per step by speculative decoding (MTP / EAGLE); 0 (empty): none."""
     kv_cache_dtype: KvDtype | None = None
     """The run's --kv-cache-dtype; None (empty): the engine's default for the checkpoint."""
+    length_ratio: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
+    """How the benchmark drew each request's lengths: uniformly between length_ratio x and 1 x input_len and
+    output_len (`--random-range-ratio` of InferenceX's `benchmark_serving.py`); 1: every request exactly the
+    stated lengths (aiperf with `--isl-stddev 0 --osl-stddev 0`); None (empty): not known."""
     concurrency: int = Field(ge=1)
     input_len: int | None = Field(default=None, ge=1)
     output_len: int | None = Field(default=None, ge=1)
@@ -122,6 +126,12 @@ class Measurement(BaseModel):
         if not text:
             return _unknown(info.field_name)
         return _NORMALIZE[info.field_name](text) if info.field_name in _NORMALIZE else text
+
+    @field_validator("length_ratio", mode="before")
+    @classmethod
+    def _ratio_cell(cls, v: object, info: ValidationInfo) -> object:
+        """An empty cell is unknown; anything else is left for pydantic (a number in (0, 1])."""
+        return _unknown(info.field_name) if isinstance(v, str) and not v.strip() else v
 
     @field_validator(*_PLAN, "spec_tokens", "concurrency", *_LENGTHS, mode="before")
     @classmethod

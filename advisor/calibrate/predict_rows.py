@@ -39,7 +39,7 @@ class RowPrediction:
 
     row: Measurement
     key: tuple[str, str]  # (hardware id, engine label: the row's engine, vllm when empty)
-    input_len: int  # the row's, or the default assumed
+    input_len: int  # the row's (its benchmark's mean, `predict_table.mean_lengths`), or the default assumed
     output_len: int
     reason: str | None = None
     notes: tuple[str, ...] = ()
@@ -56,9 +56,10 @@ class Bucket:
     rows: Sequence[Measurement]  # the measured rows at those positions
     features: Features
     concurrency: np.ndarray
-    input_len: np.ndarray
+    input_len: np.ndarray  # the mean lengths the benchmark ran
     output_len: np.ndarray
     batched_tokens: int
+    fixed_lengths: np.ndarray  # [N] bool: every request ran exactly those lengths (length_ratio 1)
 
 
 def engine_label(row: Measurement) -> str:
@@ -70,7 +71,7 @@ def run_bucket(b: Bucket, terms: Terms) -> dict[str, np.ndarray]:
     from advisor.cost.timing import predict
 
     out = predict(b.features, b.hw, terms, b.engine, b.batched_tokens, b.concurrency, b.input_len, b.output_len,
-                  benchmark=True)
+                  benchmark=True, fixed_lengths=b.fixed_lengths)
     n = len(b.index)
     return {"ttft_ms": np.broadcast_to(out["ttft_s"], (n,)) * 1e3,
             "tpot_ms": np.broadcast_to(out["tpot_s"], (n,)) * 1e3,

@@ -35,8 +35,9 @@ NON_FINITE = "the cost model returned a non-finite value"
 
 @dataclass(frozen=True)
 class Prepared:
-    """Per row: the lengths predicted with (stated, else assumed), the bucket key (index into `keys`) and the
-    reason it cannot be predicted (index into `reasons`, -1 = predictable); the buckets of predictable rows."""
+    """Per row: the lengths predicted with (the benchmark's mean, `mean_lengths`), the bucket key (index into
+    `keys`) and the reason it cannot be predicted (index into `reasons`, -1 = predictable); the buckets of
+    predictable rows."""
 
     table: RowTable
     input_len: np.ndarray
@@ -72,13 +73,25 @@ def prepare_table(table: RowTable, rows: Sequence[Measurement] | None = None) ->
         if isinstance(f, str):
             combo_reason[j] = reasons.setdefault(f, len(reasons))
     reason = combo_reason[inverse] if len(table) else np.zeros(0, np.int64)
+    ratio = np.array([np.nan if t.length_ratio is None else t.length_ratio for t in table.templates])[table.config] \
+        if len(table) else np.zeros(0)
+    mean_in, mean_out = mean_lengths(inp, ratio), mean_lengths(out, ratio)
     buckets = {}
     for k, name in enumerate(keys):
         idx = np.flatnonzero((key == k) & (reason < 0))
         if idx.size:
-            buckets[name] = _bucket(table, rows, cache, name, idx, inverse, feats, inp, out)
-    return Prepared(table=table, input_len=inp, output_len=out, combo=inverse, key=key, keys=keys, reason=reason,
-                    reasons=list(reasons), buckets=buckets)
+            buckets[name] = _bucket(table, rows, cache, name, idx, inverse, feats, mean_in, mean_out, ratio == 1)
+    return Prepared(table=table, input_len=mean_in, output_len=mean_out, combo=inverse, key=key, keys=keys,
+                    reason=reason, reasons=list(reasons), buckets=buckets)
+
+
+def mean_lengths(stated: np.ndarray, ratio: np.ndarray) -> np.ndarray:
+    """Mean length a benchmark ran: uniform integers in [int(ratio x stated), stated] (InferenceX
+    `utils/bench_serving/benchmark_serving.py: sample_random_requests`, `np.random.randint(lower, upper + 1)`);
+    the stated length where the ratio is unknown (nan) or 1. The case keeps the stated (longest) lengths."""
+    known = np.isfinite(ratio)
+    lower = np.floor(np.where(known, ratio, 1.0) * stated)
+    return np.where(known, (lower + stated) / 2, stated)
 
 
 def _codes(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,7 +108,7 @@ def _codes(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _bucket(table: RowTable, rows: Sequence[Measurement] | None, cache: _Cache, name: tuple[str, str],
             idx: np.ndarray, inverse: np.ndarray, feats: list[dict[str, object] | None], inp: np.ndarray,
-            out: np.ndarray) -> Bucket:
+            out: np.ndarray, fixed: np.ndarray) -> Bucket:
     hw = cache.hw(name[0])
     assert not isinstance(hw, str)
     used, local = np.unique(inverse[idx], return_inverse=True)
@@ -103,7 +116,7 @@ def _bucket(table: RowTable, rows: Sequence[Measurement] | None, cache: _Cache, 
     return Bucket(hw=hw, engine=PHYSICS_ENGINE[name[1]], index=idx.tolist(),
                   rows=[rows[int(i)] for i in idx] if rows is not None else Rows(table, idx),
                   features=stacked.take(local.reshape(-1)), concurrency=table.concurrency[idx],
-                  input_len=inp[idx], output_len=out[idx],
+                  input_len=inp[idx], output_len=out[idx], fixed_lengths=fixed[idx],
                   batched_tokens=Settings(engine=name[1]).batched_tokens(hw.gpu.memory_bytes))
 
 
@@ -121,7 +134,7 @@ def predict(prep: Prepared, terms_by_key: Mapping[tuple[str, str], Terms],
         at = at.reshape(-1)
         small = Bucket(hw=b.hw, engine=b.engine, index=first.tolist(), rows=[], features=b.features.take(first),
                        concurrency=b.concurrency[first], input_len=b.input_len[first], output_len=b.output_len[first],
-                       batched_tokens=b.batched_tokens)
+                       fixed_lengths=b.fixed_lengths[first], batched_tokens=b.batched_tokens)
         res = run_bucket(small, terms_by_key.get(key, Terms()))
         for m in METRIC_KEYS:
             pred[m][idx] = np.asarray(res[m])[at]

@@ -32,7 +32,9 @@ def check(measurements: opt.Measurements, calibration: opt.Calibration = None, j
     unknown): model, hardware, engine (vllm|sglang|trtllm), engine_version, weight_dtype (empty = the
     checkpoint's own; bf16|fp8|int4|nvfp4|mxfp4), tp, pp, dp, ep, spec_tokens (tokens drafted per step by
     MTP/EAGLE speculative decoding; empty = off), kv_cache_dtype (the run's --kv-cache-dtype: auto|fp8|bf16;
-    empty = the engine's default), concurrency, input_len, output_len, ttft_ms, tpot_ms, output_tok_s, source.
+    empty = the engine's default), length_ratio (the benchmark drew lengths uniformly from length_ratio x to
+    1 x input_len/output_len, e.g. --random-range-ratio 0.8; 1 = every request exactly those; empty = unknown),
+    concurrency, input_len, output_len, ttft_ms, tpot_ms, output_tok_s, source.
     model, hardware, tp and concurrency are required, and at
     least one of ttft_ms, tpot_ms, output_tok_s. A `vllm bench serve --save-result` JSON is read too;
     the condition flags fill what a file does not hold (it has no hardware or plan).

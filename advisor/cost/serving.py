@@ -75,6 +75,16 @@ def scheduler(engine: str, budget: float) -> Scheduler:
                      adp_timeout_steps=TRTLLM_ADP_TIMEOUT_ITERS if engine == "trtllm" else 0.0)
 
 
+def wave_share(fitted: float, sched: Scheduler, fixed_lengths: np.ndarray | bool) -> np.ndarray:
+    """Share of a closed-loop benchmark's requests served in synchronized waves. A prefill-first scheduler
+    prefills a released wave before any of it decodes (SGLang `scheduler.py: get_next_batch_to_run` runs a
+    prefill batch whenever one is waiting), so when every request has the same lengths the wave decodes in
+    lockstep, finishes in one step and comes back whole: every round is a wave (1). Mixed steps start decoding
+    a wave's first prompts while later ones prefill, and those offsets carry into the next round; lengths drawn
+    at random spread the finishes too: then only the first rounds are waves (`fitted`)."""
+    return np.where(np.asarray(fixed_lengths) & (not sched.mixed), 1.0, fitted)
+
+
 def kv_capacity(F: Features, occupied_tokens: np.ndarray) -> np.ndarray:
     """Requests of `occupied_tokens` one DP rank's KV room holds (paged: blocks as tokens arrive), capped by
     max_num_seqs. KV features cover all PP stages; one GPU holds its stage's share."""

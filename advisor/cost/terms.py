@@ -40,8 +40,8 @@ class Terms(BaseModel):
     closed-loop client (`vllm bench serve --max-concurrency`, genai-perf) releases every user at once, and
     with equal lengths they finish together and come back together, so prompts keep arriving in bursts
     (`cost/serving.py: _first_round`) rather than staggered. Predictions for a deployment use the staggered
-    steady state (share 0). Prior 0.5: no knowledge either way; fitted per engine (the engines' schedulers
-    keep or break the waves differently)."""
+    steady state (share 0). Prior 0.5: no knowledge either way; fitted per engine. Rows with equal lengths
+    under a prefill-first scheduler are waves throughout (`cost/serving.py: wave_share`) and do not use it."""
 
     comm_latency_scale: float = Field(1.0, gt=0)
     """Multiplier on the profile's measured collective times (nccl-tests run one collective in a loop;

@@ -6,17 +6,18 @@ from __future__ import annotations
 import numpy as np
 
 from advisor.cost.features import Features
-from advisor.cost.serving import scheduler, serve
+from advisor.cost.serving import scheduler, serve, wave_share
 from advisor.cost.step import comm_fn, step_time
 from advisor.cost.terms import Terms
 from advisor.hardware import HardwareProfile
 
 
 def predict(F: Features, hw: HardwareProfile, terms: Terms, engine: str, budget: float, concurrency: np.ndarray,
-            input_len: np.ndarray, output_len: np.ndarray, benchmark: bool = False) -> dict[str, np.ndarray]:
+            input_len: np.ndarray, output_len: np.ndarray, benchmark: bool = False,
+            fixed_lengths: np.ndarray | bool = False) -> dict[str, np.ndarray]:
     """TTFT, TPOT, tok/s, running requests and the step breakdown (arrays broadcast to [P, C, L]); `benchmark`:
-    as a closed-loop benchmark run measures them (its synchronized first round included), else the steady
-    state of a deployment."""
+    as a closed-loop benchmark run measures them (its synchronized rounds included, `fixed_lengths` where every
+    request had the same lengths), else the steady state of a deployment."""
     comm = comm_fn(hw, engine)
 
     spec = bool(np.any(F.spec_k > 0))
@@ -33,5 +34,6 @@ def predict(F: Features, hw: HardwareProfile, terms: Terms, engine: str, budget:
         out["total"] = out["total"] + draft
         return out
 
-    share = terms.bench_wave_share if benchmark else 0.0
-    return serve(F, terms, step, scheduler(engine, budget), concurrency, input_len, output_len, share)
+    sched = scheduler(engine, budget)
+    share = wave_share(terms.bench_wave_share, sched, fixed_lengths) if benchmark else 0.0
+    return serve(F, terms, step, sched, concurrency, input_len, output_len, share)
