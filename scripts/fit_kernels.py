@@ -4,7 +4,7 @@ was not fitted on, and write the shipped parameters and the compact slices the t
     python scripts/fit_kernels.py KERNELS_DIR [--out advisor/cost/kernel_params.json] [--slices tests/data/kernels]
 
 KERNELS_DIR holds one folder per GPU with gzipped CSV tables (moe, gemm, attention_generation,
-attention_context, mla_generation, mla_context, gdn), measured by
+attention_context, mla_generation, mla_context, dsa_generation, gdn), measured by
 NVIDIA's aiconfigurator collectors (ai-dynamo/aiconfigurator @095f58a5,
 `aic-core/src/aiconfigurator_core/systems/data/<system>/`, Apache-2.0); tests/data/kernels/README.md says
 where to get them. Each model has one parameter set per weight format (or KV dtype) shared by every GPU
@@ -247,6 +247,38 @@ def mla_rows(src: Path) -> list[dict[str, Any]]:
     return out
 
 
+DSA_INDEX_BYTES = 128 + 4  # DeepSeek-V3.2's indexer cache per token: 128 FP8 values + one fp32 scale
+
+
+def dsa_rows(src: Path) -> list[dict[str, Any]]:
+    """DSA decode: what the DeepSeek sparse attention module (dsa_generation: indexer + top-k attention, V3.2 shapes)
+    costs beyond the MLA module (mla_generation) timed at the same GPU, KV dtype, projection format, heads, batch
+    and context, at contexts up to the top-k (2048), where both attend every token: the indexer chain (its
+    projections, norm, rope, cache write, FP8 logits over the context, top-k). Each table by its default kernel."""
+    out = []
+    for gpu in GPUS:
+        dsa, mla = read_table(src, gpu, "dsa_generation"), read_table(src, gpu, "mla_generation")
+        if not dsa or not mla:
+            continue
+        d_kernel, m_kernel = default_kernel(dsa, "kv_cache_dtype"), default_kernel(mla, "kv_cache_dtype")
+
+        def key(r: dict[str, str]) -> tuple[str, ...]:
+            return tuple(r[c] for c in ("kv_cache_dtype", "gemm_type", "num_heads", "batch_size", "isl", "step"))
+
+        base = {key(r): float(r["latency_ms"]) for r in mla if r["kernel_source"] == m_kernel[r["kv_cache_dtype"]]
+                and r["tp_size"] == "1"}
+        for r in dsa:
+            ctx = int(r["isl"]) + int(r["step"])
+            if r["kernel_source"] != d_kernel[r["kv_cache_dtype"]] or r["tp_size"] != "1" or ctx > 2048 \
+                    or key(r) not in base:
+                continue
+            delta = (float(r["latency_ms"]) - base[key(r)]) * 1e3
+            if delta > 0:
+                out.append({"gpu": gpu, "kind": "dsa", "kv": r["kv_cache_dtype"], "b": int(r["batch_size"]),
+                            "ctx": ctx, "h": int(r["num_heads"]), "lat_us": delta})
+    return sample(out, SAMPLE)
+
+
 # ------------------------------------------------------------------ models on column arrays
 
 
@@ -305,6 +337,12 @@ def predict_gdn_prefill(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: d
     return gdn_prefill_us(f, c["b"], c["seq"], c["nv"], c["dk"], c["dv"], c["peak_bf16"], P["p"])
 
 
+def predict_dsa(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dict[str, float]) -> np.ndarray:
+    from advisor.cost.kernels import dsa_indexer_us
+
+    return dsa_indexer_us(f, c["b"], c["ctx"], DSA_INDEX_BYTES, c["bw"])
+
+
 def predict_mla(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dict[str, float]) -> np.ndarray:
     from advisor.cost.kernels import mla_decode_us
 
@@ -322,6 +360,7 @@ MODELS: dict[str, tuple[str, tuple[str, ...], dict[str, float], Callable[..., np
     "prefill": ("kv", ("t0_us", "e_bw", "e_f"), {"p": 2.0}, predict_prefill),
     "mla_prefill": ("kv", ("e_f",), {}, predict_mla_prefill),
     "gdn_decode": ("kind", ("t0_us", "e_bw"), {}, predict_gdn_decode),
+    "dsa": ("kind", ("t0_us", "e_bw"), {}, predict_dsa),
     "gdn_prefill": ("kind", ("t0_us", "e_f", "seq_ns"), {"p": 2.0}, predict_gdn_prefill),
 }
 START = {"t0_us": 10.0, "e_bw": 0.8, "e_f": 0.4, "kappa_ns_per_B": 1.0, "rho_ns_per_B": 0.1, "seq_ns": 40.0}
@@ -392,6 +431,7 @@ SLICE_COLUMNS = {"moe": ("gpu", "fmt", "T", "h", "I", "k", "E", "tp", "ep", "dis
                  "prefill": ("gpu", "kv", "tokens", "ctx", "h", "g", "d", "b_kv", "lat_us"),
                  "mla_prefill": ("gpu", "kv", "b", "h", "lat_us"),
                  "gdn_decode": ("gpu", "kind", "b", "seq", "nv", "dk", "dv", "lat_us"),
+                 "dsa": ("gpu", "kind", "kv", "b", "ctx", "h", "lat_us"),
                  "gdn_prefill": ("gpu", "kind", "b", "seq", "nv", "dk", "dv", "lat_us")}
 
 
@@ -420,7 +460,7 @@ def main() -> int:
     readers = {"moe": moe_rows, "gemm": gemm_rows, "attention": attention_rows, "mla": mla_rows,
                "prefill": prefill_rows, "mla_prefill": mla_prefill_rows,
                "gdn_decode": lambda src: gdn_rows(src, "generation"),
-               "gdn_prefill": lambda src: gdn_rows(src, "context")}
+               "gdn_prefill": lambda src: gdn_rows(src, "context"), "dsa": dsa_rows}
     only = [m for m in readers if m in (args.only or readers)]
     if args.only:  # refit some models, keep the others' shipped parameters
         doc = {**json.loads(args.out.read_text(encoding="utf-8")), **doc}

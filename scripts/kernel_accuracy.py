@@ -19,7 +19,7 @@ from advisor.cost import kernels  # noqa: E402
 NAMES = {"gemm": "dense GEMM", "moe": "fused MoE layer", "attention": "decode attention (GQA)",
          "mla": "MLA decode (growth with context)", "prefill": "prefill attention (GQA)",
          "mla_prefill": "MLA prefill (growth with prompt^2)", "gdn_decode": "Gated DeltaNet decode",
-         "gdn_prefill": "Gated DeltaNet prefill"}
+         "gdn_prefill": "Gated DeltaNet prefill", "dsa": "DSA indexer (sparse attention module beyond MLA)"}
 
 
 def table() -> str:

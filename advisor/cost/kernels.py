@@ -208,6 +208,17 @@ def gdn_params() -> dict[str, dict[str, float]]:
             "prefill": {**params()["gdn_prefill"]["by_kind"]["gdn"], "p": params()["gdn_prefill"]["p"]}}
 
 
+def dsa_params() -> dict[str, float]:
+    """DSA indexer chain (t0_us, e_bw): fitted to the sparse-attention module's time beyond the MLA module's."""
+    return dict(params()["dsa"]["by_kind"]["dsa"])
+
+
+def dsa_indexer_us(f: Any, batch: Any, ctx: Any, index_bytes: Any, bw: Any) -> Any:
+    """Microseconds the DSA indexer adds to a decode layer (vLLM `sparse_attn_indexer.py`: projections, cache
+    write, `fp8_paged_mqa_logits` over the whole context, top-k): t0 + the indexer cache read."""
+    return f["t0_us"] + batch * ctx * index_bytes / (bw * f["e_bw"]) * 1e6
+
+
 def gdn_decode_us(f: Any, batch: Any, heads: Any, dk: Any, dv: Any, bw: Any) -> Any:
     """Microseconds of one Gated DeltaNet decode layer on one GPU: t0 + the BF16 state read and written."""
     return f["t0_us"] + 2 * batch * heads * dk * dv * 2 / (bw * f["e_bw"]) * 1e6

@@ -8,8 +8,10 @@ Per step with d decode tokens (context c each) and p prefill tokens (context c_p
   E_local (1 - (1 - k/E)^(T dp)) and (token, expert) pairs T dp k / EP plus the busiest rank's excess
   sqrt(2 mean ln EP) (the expected maximum of EP Poisson loads; vLLM's EP places experts statically, EPLB off);
 - attention: the decode kernel over the decode tokens' KV (windowed layers capped at the window; DSA
-  attends to `index_topk` tokens after an indexer pass over the whole context), prefill attention as FLOPs
-  (DSA: its top-k per token, plus the indexer's logits over the whole context);
+  attends to `index_topk` tokens after its indexer chain, `kernels.dsa_indexer_us`: a fixed latency per layer
+  and a pass over the whole context, fitted to the sparse-attention module's time beyond MLA's), prefill
+  attention as FLOPs (DSA: its top-k per token, plus the indexer's logits over the whole context and the chain's
+  fixed latency);
 - collectives (`cost/collectives.py`), timed on the profile's measured terms;
 - fixed time: layers x the per-layer term + the per-step term.
 """
@@ -174,10 +176,17 @@ def _decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray,
         + _on_plans(F.attn_mla > 0, shape, mla, *common, full_ctx, F.attn_heads * q, F.mla_latent, F.mla_rope)
     win = _on_plans(F.win_layers > 0, shape, gqa, *common, win_ctx, F.win_heads * q, F.win_kv_heads,
                     F.win_head_dim)
-    indexer = dec * ctx * F.index_bytes / (bw * F.attn_e_bw) * 1e6  # DSA: the indexer reads the whole context
+    # DSA: the indexer chain over the whole context (`kernels.dsa_indexer_us`), its t0 with the fixed latencies
+    growth = {**kernels.dsa_params(), "t0_us": 0.0}
+    indexer = np.where(F.index_topk > 0, kernels.dsa_indexer_us(growth, dec, ctx, F.index_bytes, bw), 0.0)
     us = F.attn_layers * (full + indexer) + F.win_layers * win
-    fixed = (F.attn_layers + F.win_layers) * F.attn_t0_us * (dec > 0)
+    fixed = ((F.attn_layers + F.win_layers) * F.attn_t0_us + dsa_fixed_us(F)) * (dec > 0)
     return us * 1e-6, fixed
+
+
+def dsa_fixed_us(F: Features) -> np.ndarray:
+    """Fixed microseconds of the DSA indexer chain per step that runs it (`kernels.dsa_params`), every DSA layer."""
+    return np.where(F.index_topk > 0, F.attn_layers * kernels.dsa_params()["t0_us"], 0.0)
 
 
 def _prefill_attention(F: Features, bw: float, peak: float, pre: np.ndarray, ctx_pre: np.ndarray,
@@ -198,7 +207,7 @@ def _prefill_attention(F: Features, bw: float, peak: float, pre: np.ndarray, ctx
         + pre * ctx_pre * F.index_flops / (peak8 * F.pre_e_f)
     tw = pre * F.pre_bytes / (bw * F.pre_e_bw)
     w, c = _split(tw, tc, kernels.params()["prefill"]["p"])
-    return w, c, (F.attn_layers + F.win_layers) * F.pre_t0_us * (pre > 0)
+    return w, c, ((F.attn_layers + F.win_layers) * F.pre_t0_us + dsa_fixed_us(F)) * (pre > 0)
 
 
 def _gdn(F: Features, bw: float, peak: float, dec: np.ndarray, pre: np.ndarray,
