@@ -215,7 +215,8 @@ def dsa_params() -> dict[str, float]:
 
 def dsa_indexer_us(f: Any, batch: Any, ctx: Any, index_bytes: Any, bw: Any) -> Any:
     """Microseconds the DSA indexer adds to a decode layer (vLLM `sparse_attn_indexer.py`: projections, cache
-    write, `fp8_paged_mqa_logits` over the whole context, top-k): t0 + the indexer cache read."""
+    write, `fp8_paged_mqa_logits` over the whole context, top-k): t0 + the indexer cache read at the fitted
+    effective rate e_bw (~0.08 of DRAM bandwidth: the logits and the top-k over the context, not the read, set it)."""
     return f["t0_us"] + batch * ctx * index_bytes / (bw * f["e_bw"]) * 1e6
 
 

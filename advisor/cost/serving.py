@@ -19,8 +19,9 @@ u S / (2 (1 - u))), then the steps that carry its own prompt. SGLang's decodes p
 A benchmark is often not staggered: a closed-loop client (`vllm bench serve --max-concurrency`, genai-perf)
 releases every user at once, so r prompts (r x I tokens) are prefilled FCFS in n = r I / chunk steps and the
 j-th waits for j of them; with equal lengths the users finish together and come back together, so the
-waves persist. The share of measured requests served in such waves is `wave_share` (a fitted term of the
-benchmark, `Terms.bench_wave_share`): 0 for a deployment's steady state.
+waves persist. The share of measured requests served in such waves is `wave_share`: 1 for equal lengths under
+a prefill-first scheduler, else a fitted term of the benchmark (`Terms.bench_wave_share`); 0 for a deployment's
+steady state.
 
 TensorRT-LLM with attention-DP, as the public recipes run it (`attention_dp_config: {enable_balance: true,
 timeout_iters: 60, batching_wait_iters: 0}` in the InferenceX/InferenceMAX TRT-LLM scripts): a context
@@ -94,7 +95,7 @@ def kv_capacity(F: Features, occupied_tokens: np.ndarray) -> np.ndarray:
 
 
 def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency: np.ndarray,
-          input_len: np.ndarray, output_len: np.ndarray, wave_share: float | np.ndarray = 0.0
+          input_len: np.ndarray, output_len: np.ndarray, share: float | np.ndarray = 0.0
           ) -> dict[str, np.ndarray]:
     """TTFT, TPOT, tok/s for `concurrency` closed-loop users with fixed lengths (arrays broadcast to
     [P, C, L]); also the running requests, the decode step's breakdown and the prefill share of a step."""
@@ -108,7 +109,7 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
     t_dec = parts["total"]
     steady = (_mixed if sched.mixed else _separate)(step, sched, running, input_len, steps, ctx_dec, t_dec)
     first = _first_round(step, sched, running, input_len, steps, ctx_dec, t_dec)
-    s = wave_share
+    s = share  # of requests served in synchronized waves (`wave_share`)
     tpot = ((1 - s) * steady[0] + s * first[0]) / F.spec_tokens
     # attention-DP balancing (TensorRT-LLM): a staggered context request waits for every rank to have one
     rate = np.where(concurrency < F.dp, 0.0, running / (steps + 1))
