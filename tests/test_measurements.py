@@ -76,17 +76,25 @@ def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Pa
     # 1.2.0rc6.post3 (MTP 3, 1 with attention-DP); qwen3.5-fp8-b200-sglang-mtp ran TP4 EP1 with 3 EAGLE steps
     rows = read_measurements(bench_dir / "silicon_dev.csv").rows
     spec = [m for m in rows if m.spec_tokens]
-    assert len(spec) == 81
+    assert len(spec) == 91
     trt = [m for m in spec if m.engine == "trtllm"]
     assert len(trt) == 47 and {m.model for m in trt} == {"deepseek-ai/DeepSeek-R1"}
     assert all(m.engine_version == "1.2.0rc6.post3" and m.spec_tokens == (1 if m.dp > 1 else 3) for m in trt)
     assert not [m for m in rows if m.engine_version == "1.2.0rc6.post3" and not m.spec_tokens]
     qwen = [m for m in spec if m.engine == "sglang" and m.model == "Qwen/Qwen3.5-397B-A17B"]
     assert len(qwen) == 21 and all((m.weight_dtype, m.tp, m.ep, m.spec_tokens) == ("fp8", 4, 1, 3) for m in qwen)
-    # dsr1-fp8-b200-sglang-mtp (EAGLE, 2 steps): the points the plain config's search space does not hold
+    # dsr1-fp8-b200-sglang-mtp (EAGLE, 2 steps): the points the plain config's search space does not hold, and of
+    # each point both configs ran, the run with the lower TPOT (and, in each of the 10 pairs, the higher TTFT)
     r1 = [m for m in spec if m.engine == "sglang" and m.model == "deepseek-ai/DeepSeek-R1"]
-    assert len(r1) == 13 and all(m.tp == 8 and m.spec_tokens == 2 and m.concurrency > (4 if m.input_len == 8192
-                                                                                       else 64) for m in r1)
+    assert len(r1) == 23 and all(m.tp == 8 and m.spec_tokens == 2 for m in r1)
+    assert len([m for m in r1 if m.concurrency <= (4 if m.input_len == 8192 else 64)]) == 10
+    plain = {(m.input_len, m.output_len, m.concurrency): m for m in rows if m.engine == "sglang" and m.tp == 8
+             and m.model == "deepseek-ai/DeepSeek-R1" and m.weight_dtype == "fp8" and m.engine_version == "0.5.9"
+             and not m.spec_tokens}
+    for m in r1:
+        twin = plain.get((m.input_len, m.output_len, m.concurrency))
+        if m.concurrency <= (4 if m.input_len == 8192 else 64):
+            assert twin is not None and m.tpot_ms < twin.tpot_ms and m.ttft_ms > twin.ttft_ms
     # the InferenceX scripts' FP8 KV cache (README: kv_cache_dtype), on the same campaigns
     fp8_kv = [m for m in rows if m.kv_cache_dtype == "fp8"]
     assert len(fp8_kv) == 324
