@@ -176,9 +176,9 @@ def _decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray,
         + _on_plans(F.attn_mla > 0, shape, mla, *common, full_ctx, F.attn_heads * q, F.mla_latent, F.mla_rope)
     win = _on_plans(F.win_layers > 0, shape, gqa, *common, win_ctx, F.win_heads * q, F.win_kv_heads,
                     F.win_head_dim)
-    # DSA: the indexer chain over the whole context (`kernels.dsa_indexer_us`), its t0 with the fixed latencies
-    growth = {**kernels.dsa_params(), "t0_us": 0.0}
-    indexer = np.where(F.index_topk > 0, kernels.dsa_indexer_us(growth, dec, ctx, F.index_bytes, bw), 0.0)
+    # DSA: the indexer chain's pass over the whole context (`kernels.dsa_indexer_us`; index_bytes is 0 without
+    # DSA), its t0 with the fixed latencies
+    indexer = kernels.dsa_indexer_us({**kernels.dsa_params(), "t0_us": 0.0}, dec, ctx, F.index_bytes, bw)
     us = F.attn_layers * (full + indexer) + F.win_layers * win
     fixed = ((F.attn_layers + F.win_layers) * F.attn_t0_us + dsa_fixed_us(F)) * (dec > 0)
     return us * 1e-6, fixed
