@@ -15,7 +15,7 @@ from conftest import catalog_arch
 from advisor.cost import kernels
 from advisor.cost.features import Features, plan_features
 from advisor.cost.plan import Plan
-from advisor.cost.serving import adp_balance_wait_steps, kv_capacity, scheduler, wave_share
+from advisor.cost.serving import adp_balance_wait_steps, batch_wait_steps, kv_capacity, scheduler, wave_share
 from advisor.cost.step import busiest_rank_pairs, comm_fn, pad_tokens, step_time, touched_experts
 from advisor.cost.sweep import Case, evaluate, make_case
 from advisor.cost.terms import Terms
@@ -275,6 +275,41 @@ def test_adp_balance_wait_limits() -> None:
     # no arrivals on some rank: the whole timeout; one rank: nothing to balance; no balancing: nothing held
     assert adp_balance_wait_steps(np.array([0.0, 0.5]), np.array([8, 1]), 60.0).tolist() == [60.0, 0.0]
     assert adp_balance_wait_steps(np.array(0.1), np.array(8), 0.0) == 0.0
+
+
+def _batch_held_by_simulation(rate: float, timeout: int, short: float, prompt: float, steps: int = 60_000) -> float:
+    """Step by step, as `PyExecutor._waiting_requests`: an arrival with probability `rate` per step; while
+    prompts wait, they are released once `timeout` steps were counted or their tokens reach `short`; mean held."""
+    rng = np.random.default_rng(2)
+    waiting: list[int] = []
+    count, held = 0, []
+    for t in range(steps):
+        if rng.random() < rate:
+            waiting.append(t)
+        if waiting:
+            if count >= timeout or len(waiting) * prompt >= short:
+                held += [t - a for a in waiting]
+                waiting, count = [], 0
+            else:
+                count += 1
+    return float(np.mean(held))
+
+
+@pytest.mark.parametrize(("period", "short", "rel"), [(256, 1e9, 0.03), (64, 1e9, 0.03), (16, 1e9, 0.03),
+                                                      (4, 6400.0, 0.16), (16, 3000.0, 0.16)])
+def test_batch_wait_matches_a_simulation(period: int, short: float, rel: float) -> None:
+    # timeout-bound as InferenceX ran Llama-3.1-70B (20 steps; 0.9 x 16384 tokens take 14 prompts), then
+    # thresholds that 7 or 3 prompts fill before the timeout does
+    got = float(batch_wait_steps(np.array(1 / period), 20, np.array(short), np.array(1000.0)))
+    assert got == pytest.approx(_batch_held_by_simulation(1 / period, 20, short, 1000.0), rel=rel)
+
+
+def test_batch_wait_limits() -> None:
+    # TensorRT-LLM's default (0, 0) and a threshold one prompt fills release at once; no arrivals: the timeout
+    assert batch_wait_steps(np.array(0.1), 0, np.array(7000.0), np.array(1000.0)) == 0.0
+    assert batch_wait_steps(np.array(0.1), 20, np.array(0.0), np.array(1000.0)) == 0.0
+    assert batch_wait_steps(np.array(0.1), 20, np.array(900.0), np.array(1000.0)) == 0.0
+    assert float(batch_wait_steps(np.array(0.0), 20, np.array(7000.0), np.array(1000.0))) == pytest.approx(20.0)
 
 
 def test_dsa_prefill_attends_top_k_after_the_indexer() -> None:

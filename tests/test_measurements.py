@@ -76,13 +76,14 @@ def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Pa
     # 1.2.0rc6.post3 (MTP 3, 1 with attention-DP); qwen3.5-fp8-b200-sglang-mtp ran TP4 EP1 with 3 EAGLE steps
     rows = read_measurements(bench_dir / "silicon_dev.csv").rows
     spec = [m for m in rows if m.spec_tokens]
-    assert len(spec) == 91
+    assert len(spec) == 100
     trt = [m for m in spec if m.engine == "trtllm"]
     assert len(trt) == 47 and {m.model for m in trt} == {"deepseek-ai/DeepSeek-R1"}
     assert all(m.engine_version == "1.2.0rc6.post3" and m.spec_tokens == (1 if m.dp > 1 else 3) for m in trt)
     assert not [m for m in rows if m.engine_version == "1.2.0rc6.post3" and not m.spec_tokens]
     qwen = [m for m in spec if m.engine == "sglang" and m.model == "Qwen/Qwen3.5-397B-A17B"]
-    assert len(qwen) == 21 and all((m.weight_dtype, m.tp, m.ep, m.spec_tokens) == ("fp8", 4, 1, 3) for m in qwen)
+    assert len(qwen) == 30 and all((m.weight_dtype, m.tp, m.ep, m.spec_tokens) == ("fp8", 4, 1, 3) for m in qwen)
+    assert len([m for m in qwen if m.hardware == "b300-sxm"]) == 9
     # dsr1-fp8-b200-sglang-mtp (EAGLE, 2 steps): the points the plain config's search space does not hold, and of
     # each point both configs ran, the run with the lower TPOT (and, in each of the 10 pairs, the higher TTFT)
     r1 = [m for m in spec if m.engine == "sglang" and m.model == "deepseek-ai/DeepSeek-R1"]
@@ -105,6 +106,14 @@ def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Pa
     ratio = {v: [m for m in rows if m.length_ratio == v] for v in (0.8, 1.0, None)}
     assert [len(ratio[v]) for v in (0.8, 1.0, None)] == [927, 563, 2]
     assert all("_gap_analysis_" in m.source for m in ratio[None])
+    # batch waiting (README): the InferenceX Llama-3.1-70B TRT-LLM scripts at 1k/1k below TP8, and DeepSeek-R1 FP8
+    wait = [m for m in rows if m.batch_wait_iters]
+    assert sorted({(m.model, m.batch_wait_iters, m.batch_wait_ratio) for m in wait}) == [
+        ("deepseek-ai/DeepSeek-R1", 40, 0.8), ("meta-llama/Llama-3.1-70B", 20, 0.9)]
+    llama = [m for m in wait if m.batch_wait_iters == 20]
+    assert len(llama) == 33 and all((m.engine, m.hardware, m.input_len, m.output_len) ==
+                                    ("trtllm", "b200-sxm", 1024, 1024) and m.tp < 8 for m in llama)
+    assert len(wait) == 34 and not [m for m in rows if m.batch_wait_ratio and not m.batch_wait_iters]
     h100 = {m.engine for m in ratio[1.0] if m.hardware == "h100-sxm"}
     assert h100 == {"sglang", "trtllm", "vllm"} and not [m for m in ratio[0.8] if m.engine == "sglang" and
                                                          m.hardware == "h100-sxm"]
@@ -502,3 +511,15 @@ def test_length_ratio_cells() -> None:
     for bad in ("0", "1.2", "wide"):
         r = build_row({**cells, "length_ratio": bad}, file="t.csv", row=1)
         assert isinstance(r, Rejected) and "length_ratio" in r.reason
+
+
+def test_batch_wait_cells() -> None:
+    cells = {"model": "meta-llama/Llama-3.1-70B", "hardware": "b200-sxm", "engine": "trtllm", "tp": "4",
+             "concurrency": "4", "ttft_ms": "178", "source": "t"}
+    got = [build_row({**cells, "batch_wait_iters": i, "batch_wait_ratio": r}, file="t.csv", row=1)
+           for i, r in (("20", "0.9"), ("40.0", ".8"), ("", ""))]
+    assert [(m.batch_wait_iters, m.batch_wait_ratio) for m in got if not isinstance(m, Rejected)] == [
+        (20, 0.9), (40, 0.8), (0, 0.0)]
+    for field, bad in (("batch_wait_iters", "-1"), ("batch_wait_iters", "2.5"), ("batch_wait_ratio", "1.5")):
+        r = build_row({**cells, field: bad}, file="t.csv", row=1)
+        assert isinstance(r, Rejected) and field in r.reason

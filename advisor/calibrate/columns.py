@@ -15,6 +15,8 @@ COLUMNS: tuple[str, ...] = (
     "spec_tokens",
     "kv_cache_dtype",
     "length_ratio",
+    "batch_wait_iters",
+    "batch_wait_ratio",
     "concurrency",
     "input_len",
     "output_len",

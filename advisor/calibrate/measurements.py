@@ -105,6 +105,12 @@ class Measurement(BaseModel):
     """How the benchmark drew each request's lengths: uniformly between length_ratio x and 1 x input_len and
     output_len (`--random-range-ratio` of InferenceX's `benchmark_serving.py`); 1: every request exactly the
     stated lengths (aiperf with `--isl-stddev 0 --osl-stddev 0`); None (empty): not known."""
+    batch_wait_iters: int = Field(default=0, ge=0)
+    """TensorRT-LLM's `batch_wait_timeout_iters`: steps a context request may be held to batch with later ones
+    (`cost/serving.py: batch_wait_steps`); 0 (empty): the engine's default, no holding."""
+    batch_wait_ratio: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False)
+    """TensorRT-LLM's `batch_wait_max_tokens_ratio`: held context requests are released once the step's tokens
+    reach this share of `max_num_tokens`; 0 (empty): the default, which releases them at once."""
     concurrency: int = Field(ge=1)
     input_len: int | None = Field(default=None, ge=1)
     output_len: int | None = Field(default=None, ge=1)
@@ -127,13 +133,13 @@ class Measurement(BaseModel):
             return _unknown(info.field_name)
         return _NORMALIZE[info.field_name](text) if info.field_name in _NORMALIZE else text
 
-    @field_validator("length_ratio", mode="before")
+    @field_validator("length_ratio", "batch_wait_ratio", mode="before")
     @classmethod
     def _ratio_cell(cls, v: object, info: ValidationInfo) -> object:
         """An empty cell is unknown; anything else is left for pydantic (a number in (0, 1])."""
         return _unknown(info.field_name) if isinstance(v, str) and not v.strip() else v
 
-    @field_validator(*_PLAN, "spec_tokens", "concurrency", *_LENGTHS, mode="before")
+    @field_validator(*_PLAN, "spec_tokens", "batch_wait_iters", "concurrency", *_LENGTHS, mode="before")
     @classmethod
     def _int_cell(cls, v: object, info: ValidationInfo) -> object:
         """Spreadsheet spellings of an integer ('8', '8.0', '1e3'); anything else is left for pydantic to reject."""

@@ -34,8 +34,9 @@ def check(measurements: opt.Measurements, calibration: opt.Calibration = None, j
     MTP/EAGLE speculative decoding; empty = off), kv_cache_dtype (the run's --kv-cache-dtype: auto|fp8|bf16;
     empty = the engine's default), length_ratio (the benchmark drew lengths uniformly from length_ratio x to
     1 x input_len/output_len, e.g. --random-range-ratio 0.8; 1 = every request exactly those; empty = unknown),
-    concurrency, input_len, output_len, ttft_ms, tpot_ms, output_tok_s, source.
-    model, hardware, tp and concurrency are required, and at
+    batch_wait_iters and batch_wait_ratio (TensorRT-LLM's batch_wait_timeout_iters and
+    batch_wait_max_tokens_ratio; empty = 0, off), concurrency, input_len, output_len, ttft_ms, tpot_ms,
+    output_tok_s, source. model, hardware, tp and concurrency are required, and at
     least one of ttft_ms, tpot_ms, output_tok_s. A `vllm bench serve --save-result` JSON is read too;
     the condition flags fill what a file does not hold (it has no hardware or plan).
     Example: advisor check advisor/examples/case_study.csv"""

@@ -14,10 +14,12 @@ from advisor.hardware import HardwareProfile
 
 def predict(F: Features, hw: HardwareProfile, terms: Terms, engine: str, budget: float, concurrency: np.ndarray,
             input_len: np.ndarray, output_len: np.ndarray, benchmark: bool = False,
-            fixed_lengths: np.ndarray | bool = False) -> dict[str, np.ndarray]:
+            fixed_lengths: np.ndarray | bool = False, batch_wait: tuple[np.ndarray | float, np.ndarray | float] = (0, 0)
+            ) -> dict[str, np.ndarray]:
     """TTFT, TPOT, tok/s, running requests and the step breakdown (arrays broadcast to [P, C, L]); `benchmark`:
     as a closed-loop benchmark run measures them (its synchronized rounds included, `fixed_lengths` where every
-    request had the same lengths), else the steady state of a deployment."""
+    request had the same lengths), else the steady state of a deployment; `batch_wait`: TensorRT-LLM's
+    (batch_wait_timeout_iters, batch_wait_max_tokens_ratio), off by default."""
     comm = comm_fn(hw, engine)
 
     spec = bool(np.any(F.spec_k > 0))
@@ -36,4 +38,4 @@ def predict(F: Features, hw: HardwareProfile, terms: Terms, engine: str, budget:
 
     sched = scheduler(engine, budget)
     share = wave_share(terms.bench_wave_share, sched, fixed_lengths) if benchmark else 0.0
-    return serve(F, terms, step, sched, concurrency, input_len, output_len, share)
+    return serve(F, terms, step, sched, concurrency, input_len, output_len, share, batch_wait)
