@@ -349,3 +349,24 @@ def test_equal_lengths_keep_waves_only_under_a_prefill_first_scheduler() -> None
     assert wave_share(0.3, scheduler("sglang", 8192), fixed).tolist() == [1.0, 0.3]
     assert wave_share(0.3, scheduler("vllm", 8192), fixed).tolist() == [0.3, 0.3]
     assert wave_share(0.3, scheduler("trtllm", 8192), fixed).tolist() == [0.3, 0.3]
+
+
+@pytest.mark.parametrize("share", [0.0, 0.4, 1.0])
+def test_receive_interval_waits_half_a_cycle_of_decode_steps(share: float) -> None:
+    # SGLang --scheduler-recv-interval 30 (the InferenceX DeepSeek-R1 script from 16 users), DeepSeek-R1 FP4 on
+    # 8x B200: a request arriving in a decode stretch waits (30 - 1) / 2 more decode steps than with 1; of
+    # staggered arrivals only those outside prefill steps, of a wave every one
+    from advisor.cost.serving import RunOptions
+    from advisor.cost.timing import predict
+    from advisor.hardware import load_profile
+
+    b200 = load_profile("b200-sxm")
+    F = feats("nvidia/DeepSeek-R1-NVFP4", Plan(tp=8), b200)
+    terms = Terms(bench_wave_share=share)
+    args = (F, b200, terms, "sglang", 16384, np.array([32.0]), np.array([1024.0]), np.array([1024.0]))
+    base = predict(*args, benchmark=True)
+    polled = predict(*args, benchmark=True, options=RunOptions(recv_interval=np.array([30.0])))
+    step_s, pre = float(base["step_total"][0]), float(base["prefill_share"][0])
+    want = 29 / 2 * step_s * (1 - (1 - share) * pre)
+    assert float(polled["ttft_s"][0] - base["ttft_s"][0]) == pytest.approx(want, rel=1e-9)
+    assert 0 < pre < 1 and float(polled["tpot_s"][0]) == float(base["tpot_s"][0])

@@ -114,6 +114,14 @@ def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Pa
     assert len(llama) == 33 and all((m.engine, m.hardware, m.input_len, m.output_len) ==
                                     ("trtllm", "b200-sxm", 1024, 1024) and m.tp < 8 for m in llama)
     assert len(wait) == 34 and not [m for m in rows if m.batch_wait_ratio and not m.batch_wait_iters]
+    # SGLang --scheduler-recv-interval (README): 10 below 16 users and 30 from 16 in the InferenceX DeepSeek and
+    # Qwen3.5 scripts (10 at any load for DeepSeek FP8 at TP4 and Qwen3.5 FP8 on B300); GLM-5's pass none
+    polled = [m for m in rows if m.recv_interval > 1]
+    assert len(polled) == 273 and {m.engine for m in polled} == {"sglang"}
+    assert all(m.recv_interval == (30 if m.concurrency >= 16 else 10) for m in polled
+               if m.tp == 8 and m.hardware == "b200-sxm")
+    assert not [m for m in rows if "GLM-5" in m.model and m.recv_interval > 1]
+    assert {m.recv_interval for m in rows if m.hardware == "h100-sxm"} == {1}
     h100 = {m.engine for m in ratio[1.0] if m.hardware == "h100-sxm"}
     assert h100 == {"sglang", "trtllm", "vllm"} and not [m for m in ratio[0.8] if m.engine == "sglang" and
                                                          m.hardware == "h100-sxm"]
@@ -523,3 +531,13 @@ def test_batch_wait_cells() -> None:
     for field, bad in (("batch_wait_iters", "-1"), ("batch_wait_iters", "2.5"), ("batch_wait_ratio", "1.5")):
         r = build_row({**cells, field: bad}, file="t.csv", row=1)
         assert isinstance(r, Rejected) and field in r.reason
+
+
+def test_recv_interval_cells() -> None:
+    cells = {"model": "deepseek-ai/DeepSeek-R1", "hardware": "b200-sxm", "engine": "sglang", "tp": "8",
+             "concurrency": "16", "ttft_ms": "402", "source": "t"}
+    got = [build_row({**cells, "recv_interval": v}, file="t.csv", row=1) for v in ("30", "10.0", "")]
+    assert [getattr(m, "recv_interval", "rejected") for m in got] == [30, 10, 1]
+    for bad in ("0", "2.5", "often"):
+        r = build_row({**cells, "recv_interval": bad}, file="t.csv", row=1)
+        assert isinstance(r, Rejected) and "recv_interval" in r.reason

@@ -17,6 +17,7 @@ COLUMNS: tuple[str, ...] = (
     "length_ratio",
     "batch_wait_iters",
     "batch_wait_ratio",
+    "recv_interval",
     "concurrency",
     "input_len",
     "output_len",

@@ -92,7 +92,7 @@ def subset(b: Bucket, keep: np.ndarray) -> Bucket:
     feats = Features(**{f.name: getattr(b.features, f.name)[pos] for f in fields(Features)})
     return replace(b, index=[b.index[j] for j in pos], rows=[b.rows[j] for j in pos], features=feats,
                    concurrency=b.concurrency[pos], input_len=b.input_len[pos], output_len=b.output_len[pos],
-                   fixed_lengths=b.fixed_lengths[pos], batch_wait=b.batch_wait[pos])
+                   fixed_lengths=b.fixed_lengths[pos], options=b.options[pos])
 
 
 def measured(b: Bucket) -> dict[str, np.ndarray]:

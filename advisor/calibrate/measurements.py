@@ -111,6 +111,9 @@ class Measurement(BaseModel):
     batch_wait_ratio: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False)
     """TensorRT-LLM's `batch_wait_max_tokens_ratio`: held context requests are released once the step's tokens
     reach this share of `max_num_tokens`; 0 (empty): the default, which releases them at once."""
+    recv_interval: int = Field(default=1, ge=1)
+    """SGLang's `--scheduler-recv-interval`: the scheduler takes in new requests once every that many decode steps
+    (`cost/serving.py: serve`); 1 (empty): the default, every step."""
     concurrency: int = Field(ge=1)
     input_len: int | None = Field(default=None, ge=1)
     output_len: int | None = Field(default=None, ge=1)
@@ -139,7 +142,8 @@ class Measurement(BaseModel):
         """An empty cell is unknown; anything else is left for pydantic (a number in (0, 1])."""
         return _unknown(info.field_name) if isinstance(v, str) and not v.strip() else v
 
-    @field_validator(*_PLAN, "spec_tokens", "batch_wait_iters", "concurrency", *_LENGTHS, mode="before")
+    @field_validator(*_PLAN, "spec_tokens", "batch_wait_iters", "recv_interval", "concurrency", *_LENGTHS,
+                     mode="before")
     @classmethod
     def _int_cell(cls, v: object, info: ValidationInfo) -> object:
         """Spreadsheet spellings of an integer ('8', '8.0', '1e3'); anything else is left for pydantic to reject."""

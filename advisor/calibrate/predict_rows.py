@@ -21,6 +21,7 @@ import numpy as np
 from advisor.calibrate.measurements import Measurement
 from advisor.cost.features import Features, plan_features
 from advisor.cost.plan import Plan
+from advisor.cost.serving import RunOptions
 from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
 from advisor.engines import PHYSICS_ENGINE
@@ -60,7 +61,7 @@ class Bucket:
     output_len: np.ndarray
     batched_tokens: int
     fixed_lengths: np.ndarray  # [N] bool: every request ran exactly those lengths (length_ratio 1)
-    batch_wait: np.ndarray  # [N, 2] TensorRT-LLM batch_wait_timeout_iters, batch_wait_max_tokens_ratio (0, 0: off)
+    options: np.ndarray  # [N, 3] the run's scheduling options, columns in `serving.RunOptions` order
 
 
 def engine_label(row: Measurement) -> str:
@@ -72,7 +73,7 @@ def run_bucket(b: Bucket, terms: Terms) -> dict[str, np.ndarray]:
     from advisor.cost.timing import predict
 
     out = predict(b.features, b.hw, terms, b.engine, b.batched_tokens, b.concurrency, b.input_len, b.output_len,
-                  benchmark=True, fixed_lengths=b.fixed_lengths, batch_wait=(b.batch_wait[:, 0], b.batch_wait[:, 1]))
+                  benchmark=True, fixed_lengths=b.fixed_lengths, options=RunOptions(*b.options.T))
     n = len(b.index)
     return {"ttft_ms": np.broadcast_to(out["ttft_s"], (n,)) * 1e3,
             "tpot_ms": np.broadcast_to(out["tpot_s"], (n,)) * 1e3,

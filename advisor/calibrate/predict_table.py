@@ -76,13 +76,14 @@ def prepare_table(table: RowTable, rows: Sequence[Measurement] | None = None) ->
     ratio = np.array([np.nan if t.length_ratio is None else t.length_ratio for t in table.templates])[table.config] \
         if len(table) else np.zeros(0)
     mean_in, mean_out = mean_lengths(inp, ratio), mean_lengths(out, ratio)
-    wait = np.array([[t.batch_wait_iters, t.batch_wait_ratio] for t in table.templates]).reshape(-1, 2)[table.config]
+    opts = np.array([[t.batch_wait_iters, t.batch_wait_ratio, t.recv_interval] for t in table.templates],
+                    dtype=float).reshape(-1, 3)[table.config]
     buckets = {}
     for k, name in enumerate(keys):
         idx = np.flatnonzero((key == k) & (reason < 0))
         if idx.size:
             buckets[name] = _bucket(table, rows, cache, name, idx, inverse, feats, mean_in, mean_out, ratio == 1,
-                                    wait)
+                                    opts)
     return Prepared(table=table, input_len=mean_in, output_len=mean_out, combo=inverse, key=key, keys=keys,
                     reason=reason, reasons=list(reasons), buckets=buckets)
 
@@ -110,7 +111,7 @@ def _codes(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _bucket(table: RowTable, rows: Sequence[Measurement] | None, cache: _Cache, name: tuple[str, str],
             idx: np.ndarray, inverse: np.ndarray, feats: list[dict[str, object] | None], inp: np.ndarray,
-            out: np.ndarray, fixed: np.ndarray, wait: np.ndarray) -> Bucket:
+            out: np.ndarray, fixed: np.ndarray, opts: np.ndarray) -> Bucket:
     hw = cache.hw(name[0])
     assert not isinstance(hw, str)
     used, local = np.unique(inverse[idx], return_inverse=True)
@@ -118,7 +119,7 @@ def _bucket(table: RowTable, rows: Sequence[Measurement] | None, cache: _Cache, 
     return Bucket(hw=hw, engine=PHYSICS_ENGINE[name[1]], index=idx.tolist(),
                   rows=[rows[int(i)] for i in idx] if rows is not None else Rows(table, idx),
                   features=stacked.take(local.reshape(-1)), concurrency=table.concurrency[idx],
-                  input_len=inp[idx], output_len=out[idx], fixed_lengths=fixed[idx], batch_wait=wait[idx],
+                  input_len=inp[idx], output_len=out[idx], fixed_lengths=fixed[idx], options=opts[idx],
                   batched_tokens=Settings(engine=name[1]).batched_tokens(hw.gpu.memory_bytes))
 
 
@@ -136,7 +137,7 @@ def predict(prep: Prepared, terms_by_key: Mapping[tuple[str, str], Terms],
         at = at.reshape(-1)
         small = Bucket(hw=b.hw, engine=b.engine, index=first.tolist(), rows=[], features=b.features.take(first),
                        concurrency=b.concurrency[first], input_len=b.input_len[first], output_len=b.output_len[first],
-                       fixed_lengths=b.fixed_lengths[first], batch_wait=b.batch_wait[first],
+                       fixed_lengths=b.fixed_lengths[first], options=b.options[first],
                        batched_tokens=b.batched_tokens)
         res = run_bucket(small, terms_by_key.get(key, Terms()))
         for m in METRIC_KEYS:

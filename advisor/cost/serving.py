@@ -40,6 +40,13 @@ only while generation requests run, context requests are held until T steps have
 py_executor.py: PyExecutor._waiting_requests`, called from `_schedule`). The held steps are decode-only; a wave's
 first round has no running decodes and is not held (`batch_wait_steps`).
 
+SGLang's `--scheduler-recv-interval` N (default 1; the InferenceX DeepSeek-R1 and Qwen3.5 scripts pass 10 below 16
+users and 30 from 16): the scheduler takes new requests from the tokenizer only when a counter reaches N; each
+decode step adds 1 to it, any other step 1000, and a receive resets it (`python/sglang/srt/managers/
+scheduler_recv_skipper.py: SchedulerRecvSkipper.handle`, called from `Scheduler.recv_requests`). A request that
+arrives during decode steps waits for the end of an N-step cycle, N / 2 decode steps on average, (N - 1) / 2
+more than when every step receives; one that arrives during a prefill step is taken at its end.
+
 KV is paged: a running request occupies its prompt plus the tokens generated so far, I + O/2 on average;
 users beyond what fits wait in the queue, and in a closed loop (Little's law) each waits
 (users / running - 1) lifetimes. Preemption costs nothing here on average: with staggered arrivals each
@@ -53,6 +60,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -64,6 +72,14 @@ StepFn = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], 
 FIXED_POINT_ROUNDS = 4  # steps per lifetime <-> prefill wait: converges in 3-4 rounds
 MAX_UTILISATION = 0.95  # the M/D/1 wait diverges at 1; beyond this the budget is saturated anyway
 MAX_BATCH_WAIT_TERMS = 256  # Poisson terms of the batch-wait window; beyond them P(N > j) is ~0 for rate T < 100
+
+
+class RunOptions(NamedTuple):
+    """Scheduling options a run set beyond the engine's defaults (scalars, or arrays per row)."""
+
+    batch_wait_iters: np.ndarray | float = 0.0  # TensorRT-LLM batch_wait_timeout_iters
+    batch_wait_ratio: np.ndarray | float = 0.0  # TensorRT-LLM batch_wait_max_tokens_ratio
+    recv_interval: np.ndarray | float = 1.0  # SGLang --scheduler-recv-interval
 
 
 @dataclass(frozen=True)
@@ -105,10 +121,10 @@ def kv_capacity(F: Features, occupied_tokens: np.ndarray) -> np.ndarray:
 
 def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency: np.ndarray,
           input_len: np.ndarray, output_len: np.ndarray, share: float | np.ndarray = 0.0,
-          batch_wait: tuple[np.ndarray | float, np.ndarray | float] = (0, 0)) -> dict[str, np.ndarray]:
+          options: RunOptions = RunOptions()) -> dict[str, np.ndarray]:
     """TTFT, TPOT, tok/s for `concurrency` closed-loop users with fixed lengths (arrays broadcast to
     [P, C, L]); also the running requests, the decode step's breakdown and the prefill share of a step.
-    `batch_wait`: TensorRT-LLM's (batch_wait_timeout_iters, batch_wait_max_tokens_ratio)."""
+    `options`: batch waiting and the receive interval the run set (module docstring)."""
     users = np.ceil(concurrency / F.dp)
     running = np.maximum(np.minimum(users, kv_capacity(F, input_len + output_len / 2)), 1.0)
     decodes = np.maximum(output_len - 1, 0)
@@ -124,10 +140,12 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
     # attention-DP balancing (TensorRT-LLM): a staggered context request waits for every rank to have one
     rate = np.where(concurrency < F.dp, 0.0, running / (steps + 1))
     held = adp_balance_wait_steps(rate, F.dp, sched.adp_timeout_steps) * steady[0]
-    iters, ratio = batch_wait
-    pooled = batch_wait_steps(running / (steps + 1), iters, np.asarray(ratio) * sched.budget - running, input_len)
+    pooled = batch_wait_steps(running / (steps + 1), options.batch_wait_iters,
+                              np.asarray(options.batch_wait_ratio) * sched.budget - running, input_len)
     held = held + np.where(F.dp > 1, 0.0, pooled) * t_dec
-    ttft_run = (1 - s) * (steady[1] + held) + s * first[1] + terms.request_overhead_us * 1e-6
+    # the receive interval: arrivals during decode steps (all of a wave's) wait (N - 1) / 2 more of them
+    polled = (np.maximum(options.recv_interval, 1.0) - 1) / 2 * t_dec * (1 - (1 - s) * steady[2])
+    ttft_run = (1 - s) * (steady[1] + held) + s * first[1] + polled + terms.request_overhead_us * 1e-6
     lifetime = ttft_run + decodes * tpot
     queued = np.maximum(users / running - 1, 0)
     active = np.minimum(concurrency, F.dp * running)  # idle DP ranks run dummy forwards, serve no one

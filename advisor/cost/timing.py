@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from advisor.cost.features import Features
-from advisor.cost.serving import scheduler, serve, wave_share
+from advisor.cost.serving import RunOptions, scheduler, serve, wave_share
 from advisor.cost.step import comm_fn, step_time
 from advisor.cost.terms import Terms
 from advisor.hardware import HardwareProfile
@@ -14,12 +14,11 @@ from advisor.hardware import HardwareProfile
 
 def predict(F: Features, hw: HardwareProfile, terms: Terms, engine: str, budget: float, concurrency: np.ndarray,
             input_len: np.ndarray, output_len: np.ndarray, benchmark: bool = False,
-            fixed_lengths: np.ndarray | bool = False, batch_wait: tuple[np.ndarray | float, np.ndarray | float] = (0, 0)
-            ) -> dict[str, np.ndarray]:
+            fixed_lengths: np.ndarray | bool = False, options: RunOptions = RunOptions()) -> dict[str, np.ndarray]:
     """TTFT, TPOT, tok/s, running requests and the step breakdown (arrays broadcast to [P, C, L]); `benchmark`:
     as a closed-loop benchmark run measures them (its synchronized rounds included, `fixed_lengths` where every
-    request had the same lengths), else the steady state of a deployment; `batch_wait`: TensorRT-LLM's
-    (batch_wait_timeout_iters, batch_wait_max_tokens_ratio), off by default."""
+    request had the same lengths), else the steady state of a deployment; `options`: the run's scheduling
+    options (engine defaults unless given)."""
     comm = comm_fn(hw, engine)
 
     spec = bool(np.any(F.spec_k > 0))
@@ -38,4 +37,4 @@ def predict(F: Features, hw: HardwareProfile, terms: Terms, engine: str, budget:
 
     sched = scheduler(engine, budget)
     share = wave_share(terms.bench_wave_share, sched, fixed_lengths) if benchmark else 0.0
-    return serve(F, terms, step, sched, concurrency, input_len, output_len, share, batch_wait)
+    return serve(F, terms, step, sched, concurrency, input_len, output_len, share, options)
