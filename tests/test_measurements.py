@@ -122,6 +122,11 @@ def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Pa
                if m.tp == 8 and m.hardware == "b200-sxm")
     assert not [m for m in rows if "GLM-5" in m.model and m.recv_interval > 1]
     assert {m.recv_interval for m in rows if m.hardware == "h100-sxm"} == {1}
+    # --mem-fraction-static (README): every InferenceX SGLang row; DeepSeek-R1 FP8 at TP4 ran 0.95
+    frac = [m for m in rows if m.mem_fraction is not None]
+    assert len(frac) == 307 and {m.engine for m in frac} == {"sglang"}
+    assert {m.mem_fraction for m in frac if m.model == "deepseek-ai/DeepSeek-R1" and m.weight_dtype == "fp8"
+            and m.tp == 4} == {0.95}
     h100 = {m.engine for m in ratio[1.0] if m.hardware == "h100-sxm"}
     assert h100 == {"sglang", "trtllm", "vllm"} and not [m for m in ratio[0.8] if m.engine == "sglang" and
                                                          m.hardware == "h100-sxm"]
@@ -541,3 +546,16 @@ def test_recv_interval_cells() -> None:
     for bad in ("0", "2.5", "often"):
         r = build_row({**cells, "recv_interval": bad}, file="t.csv", row=1)
         assert isinstance(r, Rejected) and "recv_interval" in r.reason
+
+
+def test_mem_fraction_cells() -> None:
+    cells = {"model": "deepseek-ai/DeepSeek-R1", "hardware": "b200-sxm", "engine": "sglang", "tp": "4",
+             "concurrency": "4", "tpot_ms": "9", "source": "t"}
+    got = [build_row({**cells, "mem_fraction": v}, file="t.csv", row=1) for v in ("0.95", ".82", "")]
+    assert [getattr(m, "mem_fraction", "rejected") for m in got] == [0.95, 0.82, None]
+    for bad in ("0", "1.5", "most"):
+        r = build_row({**cells, "mem_fraction": bad}, file="t.csv", row=1)
+        assert isinstance(r, Rejected) and "mem_fraction" in r.reason
+    # TensorRT-LLM's free_gpu_memory_fraction is a share of what the weights leave: not this column
+    trt = build_row({**cells, "engine": "trtllm", "mem_fraction": "0.8"}, file="t.csv", row=1)
+    assert isinstance(trt, Rejected) and "free_gpu_memory_fraction" in trt.reason

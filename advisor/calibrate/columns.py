@@ -18,6 +18,7 @@ COLUMNS: tuple[str, ...] = (
     "batch_wait_iters",
     "batch_wait_ratio",
     "recv_interval",
+    "mem_fraction",
     "concurrency",
     "input_len",
     "output_len",

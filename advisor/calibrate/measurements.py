@@ -114,6 +114,10 @@ class Measurement(BaseModel):
     recv_interval: int = Field(default=1, ge=1)
     """SGLang's `--scheduler-recv-interval`: the scheduler takes in new requests once every that many decode steps
     (`cost/serving.py: serve`); 1 (empty): the default, every step."""
+    mem_fraction: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
+    """The share of GPU memory the engine was told to use: vLLM `--gpu-memory-utilization`, SGLang
+    `--mem-fraction-static` (`cost/budget.py`); None (empty): the engine's default. Not TensorRT-LLM's
+    `free_gpu_memory_fraction`, a share of what the weights leave."""
     concurrency: int = Field(ge=1)
     input_len: int | None = Field(default=None, ge=1)
     output_len: int | None = Field(default=None, ge=1)
@@ -136,7 +140,7 @@ class Measurement(BaseModel):
             return _unknown(info.field_name)
         return _NORMALIZE[info.field_name](text) if info.field_name in _NORMALIZE else text
 
-    @field_validator("length_ratio", "batch_wait_ratio", mode="before")
+    @field_validator("length_ratio", "batch_wait_ratio", "mem_fraction", mode="before")
     @classmethod
     def _ratio_cell(cls, v: object, info: ValidationInfo) -> object:
         """An empty cell is unknown; anything else is left for pydantic (a number in (0, 1])."""
@@ -176,6 +180,13 @@ class Measurement(BaseModel):
         if not ok:
             raise ValueError(f"unknown {info.field_name} {v!r}")
         return v
+
+    @model_validator(mode="after")
+    def _mem_fraction_engine(self) -> Measurement:
+        if self.mem_fraction is not None and self.engine == "trtllm":
+            raise ValueError("mem_fraction is vLLM's --gpu-memory-utilization or SGLang's --mem-fraction-static; "
+                             "TensorRT-LLM's free_gpu_memory_fraction is another quantity: leave it empty")
+        return self
 
     @model_validator(mode="after")
     def _has_metric(self) -> Measurement:

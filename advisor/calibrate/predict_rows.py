@@ -142,7 +142,7 @@ def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measureme
                    inp: int, out: int) -> dict[str, object] | str:
     """plan_features of the row's case, or why it cannot run (cached per distinct case)."""
     key = (row.model, hw.id, row.tp, row.pp, row.dp, row.ep, row.spec_tokens, row.kv_cache_dtype, row.weight_dtype,
-           engine, inp, out)
+           row.mem_fraction, engine, inp, out)
     if key in cache.feats:
         return cache.feats[key]
     from advisor.cost.sweep import make_case
@@ -157,6 +157,7 @@ def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measureme
                             kv_cache_dtype=row.kv_cache_dtype or requantized_kv_dtype(row.weight_dtype,
                                                                                       arch.weight_dtype),
                             max_model_len=inp + out,  # the run needed at least this
+                            gpu_memory_utilization=row.mem_fraction,
                             speculative=row.spec_tokens > 0, speculative_tokens=row.spec_tokens or None)
         try:
             case = make_case(arch, Plan(tp=row.tp, pp=row.pp, dp=row.dp, ep=row.ep), hw, settings)

@@ -29,7 +29,7 @@ from advisor.errors import AdvisorError
 
 CONFIG = ("model", "hardware", "engine", "engine_version", "weight_dtype", "tp", "pp", "dp", "ep", "spec_tokens",
           "kv_cache_dtype", "length_ratio", "batch_wait_iters", "batch_wait_ratio",
-          "recv_interval")
+          "recv_interval", "mem_fraction")
 _AT = {c: i for i, c in enumerate(COLUMNS)}
 _PLAIN = re.compile(r"[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _PLACEHOLDER = {"concurrency": "1", "ttft_ms": "1", "input_len": "", "output_len": "", "tpot_ms": "",

@@ -36,10 +36,11 @@ def check(measurements: opt.Measurements, calibration: opt.Calibration = None, j
     1 x input_len/output_len, e.g. --random-range-ratio 0.8; 1 = every request exactly those; empty = unknown),
     batch_wait_iters and batch_wait_ratio (TensorRT-LLM's batch_wait_timeout_iters and
     batch_wait_max_tokens_ratio; empty = 0, off), recv_interval (SGLang's --scheduler-recv-interval; empty = 1),
-    concurrency, input_len, output_len, ttft_ms, tpot_ms,
-    output_tok_s, source. model, hardware, tp and concurrency are required, and at
-    least one of ttft_ms, tpot_ms, output_tok_s. A `vllm bench serve --save-result` JSON is read too;
-    the condition flags fill what a file does not hold (it has no hardware or plan).
+    mem_fraction (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static; empty = the default),
+    concurrency, input_len, output_len, ttft_ms, tpot_ms, output_tok_s, source. model, hardware, tp and
+    concurrency are required, and at least one of ttft_ms, tpot_ms, output_tok_s. A `vllm bench serve
+    --save-result` JSON is read too; the condition flags fill what a file does not hold (it has no hardware or
+    plan).
     Example: advisor check advisor/examples/case_study.csv"""
     from advisor.report.progress import Progress
 
