@@ -516,14 +516,21 @@ def test_kv_cache_dtype_spellings_and_a_bad_one() -> None:
     assert isinstance(bad, Rejected) and "kv_cache_dtype 'int9' is not one of" in bad.reason
 
 
-def test_length_ratio_cells() -> None:
-    cells = {"model": "deepseek-ai/DeepSeek-R1", "hardware": "b200-sxm", "tp": "8", "concurrency": "4",
-             "tpot_ms": "9", "source": "t"}
-    got = [build_row({**cells, "length_ratio": v}, file="t.csv", row=1) for v in ("0.8", "1", " ")]
-    assert [getattr(m, "length_ratio", "rejected") for m in got] == [0.8, 1.0, None]
-    for bad in ("0", "1.2", "wide"):
-        r = build_row({**cells, "length_ratio": bad}, file="t.csv", row=1)
-        assert isinstance(r, Rejected) and "length_ratio" in r.reason
+@pytest.mark.parametrize(("field", "engine", "cells", "want", "bad"), [
+    ("length_ratio", "sglang", ("0.8", "1", " "), [0.8, 1.0, None], ("0", "1.2", "wide")),
+    ("recv_interval", "sglang", ("30", "10.0", ""), [30, 10, 1], ("0", "2.5", "often")),
+    ("mem_fraction", "sglang", ("0.95", ".82", ""), [0.95, 0.82, None], ("0", "1.5", "most")),
+])
+def test_run_condition_cells(field: str, engine: str, cells: tuple[str, ...], want: list[object],
+                             bad: tuple[str, ...]) -> None:
+    # spreadsheet spellings accepted, an empty cell is the default, anything else rejected naming the column
+    base = {"model": "deepseek-ai/DeepSeek-R1", "hardware": "b200-sxm", "engine": engine, "tp": "8",
+            "concurrency": "4", "tpot_ms": "9", "source": "t"}
+    got = [build_row({**base, field: v}, file="t.csv", row=1) for v in cells]
+    assert [getattr(m, field, "rejected") for m in got] == want
+    for v in bad:
+        r = build_row({**base, field: v}, file="t.csv", row=1)
+        assert isinstance(r, Rejected) and field in r.reason
 
 
 def test_batch_wait_cells() -> None:
@@ -538,24 +545,9 @@ def test_batch_wait_cells() -> None:
         assert isinstance(r, Rejected) and field in r.reason
 
 
-def test_recv_interval_cells() -> None:
-    cells = {"model": "deepseek-ai/DeepSeek-R1", "hardware": "b200-sxm", "engine": "sglang", "tp": "8",
-             "concurrency": "16", "ttft_ms": "402", "source": "t"}
-    got = [build_row({**cells, "recv_interval": v}, file="t.csv", row=1) for v in ("30", "10.0", "")]
-    assert [getattr(m, "recv_interval", "rejected") for m in got] == [30, 10, 1]
-    for bad in ("0", "2.5", "often"):
-        r = build_row({**cells, "recv_interval": bad}, file="t.csv", row=1)
-        assert isinstance(r, Rejected) and "recv_interval" in r.reason
-
-
-def test_mem_fraction_cells() -> None:
-    cells = {"model": "deepseek-ai/DeepSeek-R1", "hardware": "b200-sxm", "engine": "sglang", "tp": "4",
-             "concurrency": "4", "tpot_ms": "9", "source": "t"}
-    got = [build_row({**cells, "mem_fraction": v}, file="t.csv", row=1) for v in ("0.95", ".82", "")]
-    assert [getattr(m, "mem_fraction", "rejected") for m in got] == [0.95, 0.82, None]
-    for bad in ("0", "1.5", "most"):
-        r = build_row({**cells, "mem_fraction": bad}, file="t.csv", row=1)
-        assert isinstance(r, Rejected) and "mem_fraction" in r.reason
+def test_mem_fraction_is_not_tensorrt_llms() -> None:
     # TensorRT-LLM's free_gpu_memory_fraction is a share of what the weights leave: not this column
-    trt = build_row({**cells, "engine": "trtllm", "mem_fraction": "0.8"}, file="t.csv", row=1)
+    cells = {"model": "deepseek-ai/DeepSeek-R1", "hardware": "b200-sxm", "engine": "trtllm", "tp": "4",
+             "concurrency": "4", "tpot_ms": "9", "source": "t", "mem_fraction": "0.8"}
+    trt = build_row(cells, file="t.csv", row=1)
     assert isinstance(trt, Rejected) and "free_gpu_memory_fraction" in trt.reason

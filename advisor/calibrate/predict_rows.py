@@ -61,7 +61,7 @@ class Bucket:
     output_len: np.ndarray
     batched_tokens: int
     fixed_lengths: np.ndarray  # [N] bool: every request ran exactly those lengths (length_ratio 1)
-    options: np.ndarray  # [N, 3] the run's scheduling options, columns in `serving.RunOptions` order
+    options: np.ndarray  # [N, len(RunOptions._fields)] the run's scheduling options, in `serving.RunOptions` order
 
 
 def engine_label(row: Measurement) -> str:

@@ -26,6 +26,7 @@ from advisor.calibrate.predict_rows import (
 )
 from advisor.calibrate.rowtable import Rows, RowTable
 from advisor.cost.features import Features
+from advisor.cost.serving import RunOptions
 from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
 from advisor.engines import PHYSICS_ENGINE
@@ -76,8 +77,9 @@ def prepare_table(table: RowTable, rows: Sequence[Measurement] | None = None) ->
     ratio = np.array([np.nan if t.length_ratio is None else t.length_ratio for t in table.templates])[table.config] \
         if len(table) else np.zeros(0)
     mean_in, mean_out = mean_lengths(inp, ratio), mean_lengths(out, ratio)
-    opts = np.array([[t.batch_wait_iters, t.batch_wait_ratio, t.recv_interval] for t in table.templates],
-                    dtype=float).reshape(-1, 3)[table.config]
+    # a run's scheduling options: the Measurement fields named as serving.RunOptions's
+    opts = np.array([[getattr(t, f) for f in RunOptions._fields] for t in table.templates],
+                    dtype=float).reshape(-1, len(RunOptions._fields))[table.config]
     buckets = {}
     for k, name in enumerate(keys):
         idx = np.flatnonzero((key == k) & (reason < 0))
