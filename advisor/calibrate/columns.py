@@ -27,5 +27,7 @@ COLUMNS: tuple[str, ...] = (
     "output_tok_s",
     "source",
 )
+# what a run was configured with, shared by its measured points: every column before the first per-point one
+CONFIG: tuple[str, ...] = COLUMNS[:COLUMNS.index("concurrency")]
 REQUIRED_COLUMNS: tuple[str, ...] = ("model", "hardware", "tp", "concurrency")
 METRICS: tuple[str, ...] = ("ttft_ms", "tpot_ms", "output_tok_s")

@@ -23,13 +23,10 @@ from typing import Any, overload
 
 import numpy as np
 
-from advisor.calibrate.columns import COLUMNS, METRICS, REQUIRED_COLUMNS
+from advisor.calibrate.columns import COLUMNS, CONFIG, METRICS, REQUIRED_COLUMNS
 from advisor.calibrate.measurements import Measurement, Rejected, benchmark_concurrency, build_row, read_text
 from advisor.errors import AdvisorError
 
-CONFIG = ("model", "hardware", "engine", "engine_version", "weight_dtype", "tp", "pp", "dp", "ep", "spec_tokens",
-          "kv_cache_dtype", "length_ratio", "batch_wait_iters", "batch_wait_ratio",
-          "recv_interval", "mem_fraction")
 _AT = {c: i for i, c in enumerate(COLUMNS)}
 _PLAIN = re.compile(r"[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _PLACEHOLDER = {"concurrency": "1", "ttft_ms": "1", "input_len": "", "output_len": "", "tpot_ms": "",
