@@ -148,8 +148,17 @@ def _on_plans(mask: np.ndarray, shape: tuple[int, ...], fn: Callable[..., np.nda
     rows = np.flatnonzero(np.ravel(mask))
     out = np.zeros(shape)
     if rows.size:
-        out[rows] = fn(*(np.broadcast_to(a, shape)[rows] for a in arrays))
+        out[rows] = fn(*(_rows_of(a, rows, shape) for a in arrays))
     return out
+
+
+def _rows_of(a: np.ndarray | float, rows: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """`a` on the plans `rows` of `shape`, left to broadcast over the other axes (a per-plan [P, 1, 1] feature
+    is not expanded to [P, C, L] before it is indexed)."""
+    a = np.asarray(a)
+    if a.ndim == len(shape) and a.shape[0] == shape[0] != 1:
+        return a[rows]
+    return np.broadcast_to(a, (1,) * (len(shape) - a.ndim) + a.shape) if a.ndim < len(shape) else a
 
 
 def _decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray,
@@ -252,16 +261,14 @@ def _slot_groups(F: Features) -> list[list[tuple[int, np.ndarray]]]:
 def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.ndarray) -> np.ndarray:
     """Seconds of one forward's collectives (`collectives.step_collectives`, summed per slot): a message is
     the (padded) tokens per DP rank, every DP rank's for dispatch/combine, sampled rows, or fixed."""
-    t = np.broadcast_to(tokens, np.broadcast_shapes(np.shape(tokens), F.tp.shape))
-    units = {"tokens": t, "dp_tokens": t * F.dp, "sampled": np.maximum(sampled, 1) + 0 * t, "fixed": 1 + 0 * t}
-    total = np.zeros(t.shape)
+    shape = np.broadcast_shapes(np.shape(tokens), F.tp.shape)
+    units = {"tokens": tokens, "dp_tokens": tokens * F.dp, "sampled": np.maximum(sampled, 1), "fixed": 1.0}
+    total = np.zeros(shape)
     for k, (slot, groups) in enumerate(zip(SLOTS, _slot_groups(F), strict=True)):
         calls = F.coll_calls[..., k]
         if not groups or not np.any(calls):
             continue
-        nbytes = np.broadcast_to(units[slot.scales_with] * F.coll_bytes[..., k], t.shape)
-        timed = np.zeros(t.shape)
-        for n, plans in groups:
-            timed[plans] = comm(slot.op, nbytes[plans], n)  # plans: positions on the leading (plan) axis
-        total = total + calls * timed
+        for n, plans in groups:  # plans: positions on the leading (plan) axis; only their rows are computed
+            nbytes = _rows_of(units[slot.scales_with], plans, shape) * _rows_of(F.coll_bytes[..., k], plans, shape)
+            total[plans] += _rows_of(calls, plans, shape) * comm(slot.op, nbytes, n)
     return total

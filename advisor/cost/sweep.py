@@ -46,11 +46,12 @@ class Case:
 
     def features(self, hw: HardwareProfile, settings: Settings) -> np.ndarray:
         """One row of `Features` for this case on `hw` under `settings`, as `Features.flat` (cached)."""
-        key = (hw.id, settings)  # Settings is frozen: hashed by its fields
-        if key not in self._features:
+        key = (hw.id, settings)  # Settings is frozen: hashed by its fields (once per call: a sweep asks ~700 cases)
+        flat = self._features.get(key)
+        if flat is None:
             row = plan_features(self.arch, self.plan, hw, settings, self.weights, _memory(self))
-            self._features[key] = Features.flat(row)
-        return self._features[key]
+            flat = self._features[key] = Features.flat(row)
+        return flat
 
     @property
     def runs(self) -> bool:

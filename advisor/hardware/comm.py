@@ -77,12 +77,18 @@ def term_time_us(term: CollectiveTerm, S: np.ndarray, op: str, n: int, curve: bo
     """A term's time at sizes S on its own measured path: the measured curve up to its largest size, the two
     fitted regimes beyond it (everywhere when `curve` is off or the term has no curve)."""
     S = np.asarray(S, dtype=float)
-    regimes = two_regime_us(S, bus_factor(op, n), term.small_latency_us, term.small_busbw_gbps, term.switch_bytes,
-                            term.large_latency_us, term.large_busbw_gbps)
+
+    def regimes(s: np.ndarray) -> np.ndarray:
+        return two_regime_us(s, bus_factor(op, n), term.small_latency_us, term.small_busbw_gbps, term.switch_bytes,
+                             term.large_latency_us, term.large_busbw_gbps)
+
     if not curve or not term.measured_bytes:
-        return regimes
-    return np.where(S <= term.measured_bytes[-1], measured_curve_us(term.measured_bytes, term.measured_us, S),
-                    regimes)
+        return regimes(S)
+    t = measured_curve_us(term.measured_bytes, term.measured_us, S)
+    beyond = S > term.measured_bytes[-1]
+    if beyond.any():  # decode-sized messages rarely leave the measured range: the regimes only where they do
+        t = np.where(beyond, regimes(S), t)
+    return t
 
 
 def _term_time(
@@ -222,9 +228,12 @@ def collective_timer(hw: HardwareProfile, op: str, n_gpus: int, engine: str = "v
 
     def timed(nbytes: float | np.ndarray) -> np.ndarray:
         S = np.asarray(nbytes, dtype=float)
-        t = _term_time(hw, nccl, S, op, n, path)
         if op != "allreduce" or limit <= 0 or custom is None:
+            return _term_time(hw, nccl, S, op, n, path)
+        small = S < limit
+        t = _term_time(hw, custom, S, op, n, path, custom_curve)
+        if small.all():  # NCCL only for the sizes the engine hands it
             return t
-        return np.where(S < limit, _term_time(hw, custom, S, op, n, path, custom_curve), t)
+        return np.where(small, t, _term_time(hw, nccl, S, op, n, path))
 
     return timed
