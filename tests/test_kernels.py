@@ -161,3 +161,28 @@ def test_moe_kernel_family_per_gpu_generation_is_the_tables_default() -> None:
     # NVFP4 experts on Hopper run Marlin's weight-only kernel; a GPU generation the tables lack gets Triton
     assert kernels.moe_params("nvfp4", False, "sm90") == kernels.params()["moe"]["by_fmt"]["w4a16_mxfp4/marlin"]
     assert kernels.moe_family("bfloat16", "sm75") == "triton"
+
+
+def test_quantized_gemm_fixed_latency_is_its_input_quantization() -> None:
+    # The FP8/NVFP4 GEMM tables time RowParallelLinear.forward, the input's quantization kernel included
+    # (aiconfigurator collect_gemm.py); their fixed latency exceeds BF16's by about one small kernel: at least
+    # the smallest latency any GEMM row measures, at most three of them.
+    from advisor.catalog import lookup
+    from advisor.cost.features import Features
+    from advisor.cost.plan import Plan
+    from advisor.cost.sweep import make_case
+    from advisor.cost.workload import Settings
+    from advisor.hardware import load_profile
+
+    by = kernels.params()["gemm"]["by_fmt"]
+    floor = float(np.min(slice_columns("gemm")["lat_us"]))
+    assert 1.5 < floor < 3.0
+    for fmt in ("fp8", "nvfp4"):
+        assert floor <= by[fmt]["t0_us"] - by["bfloat16"]["t0_us"] <= 3 * floor, fmt
+    # in a serving step that kernel is fused into the RMSNorm / activation before the GEMM: the BF16 fixed latency
+    hw, st = load_profile("h100-sxm"), Settings(weight_dtype="fp8")
+    case = make_case(lookup("meta-llama/Llama-3.1-70B").arch, Plan(tp=4), hw, st)
+    F = Features.from_flat(np.stack([case.features(hw, st)]))
+    assert kernels.gemm_format("fp8", False) == "fp8"
+    assert float(F.gemm_e_bw[0]) == pytest.approx(by["fp8"]["e_bw"])
+    assert float(F.gemm_t0_us[0]) == pytest.approx(by["bfloat16"]["t0_us"]) == kernels.gemm_step_t0_us()

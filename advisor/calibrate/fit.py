@@ -25,7 +25,7 @@ from advisor.errors import AdvisorError
 
 PRIOR_WEIGHT = 0.3  # one prior residual ~ a 30% error on one measured value; design choice (issue 6)
 NAMES = tuple(BOUNDS)
-MIN_ROWS = {"gemm_launch_scale": 3, "bw_scale": 2, "step_overhead_us": 3, "layer_overhead_us": 3,
+MIN_ROWS = {"bw_scale": 2, "step_overhead_us": 3, "layer_overhead_us": 3,
             "comm_latency_scale": 3, "request_overhead_us": 3, "bench_wave_share": 3}
 LOO_MAX_ROWS = 40  # above this, leave-one-row-out costs one fit per row; folds of configurations instead
 LOSS = "soft_l1"  # robust: a few rows the physics misses (queueing, outliers) do not drag every term
@@ -104,13 +104,12 @@ def refusals(b: Bucket) -> dict[str, str]:
     """Terms the bucket's rows cannot inform, with the reason (they keep their prior)."""
     is_decode = np.array([bool(r.tpot_ms or r.output_tok_s) for r in b.rows])
     decode = [r for r, d in zip(b.rows, is_decode, strict=True) if d]
-    counts = {"bw_scale": len(decode), "step_overhead_us": len(decode), "gemm_launch_scale": len(decode),
+    counts = {"bw_scale": len(decode), "step_overhead_us": len(decode),
               "layer_overhead_us": len(decode),
               "comm_latency_scale": sum(1 for r in decode if r.tp * r.dp > 1),
               "request_overhead_us": sum(1 for r in b.rows if r.ttft_ms),
               "bench_wave_share": sum(1 for r in b.rows if r.ttft_ms and r.concurrency > 1)}
     what = {"bw_scale": "rows with TPOT or tok/s", "step_overhead_us": "rows with TPOT or tok/s",
-            "gemm_launch_scale": "rows with TPOT or tok/s",
             "layer_overhead_us": "rows with TPOT or tok/s",
             "comm_latency_scale": "rows with TP x DP > 1 and TPOT or tok/s",
             "request_overhead_us": "rows with TTFT",

@@ -167,7 +167,7 @@ def _dense(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[Weig
         calls += arch.moe.moe_layers * (1 + (MLP_GEMMS if arch.moe.shared_intermediate else 0))
     g = kernels.gemm_params(fmt, fp4)
     return {"dense_w_bytes": dense_w, "dense_gemm_s": dense_s, "gemm_calls": float(calls),
-            "gemm_t0_us": g["t0_us"], "gemm_e_bw": g["e_bw"], "gemm_e_f": g["e_f"]}
+            "gemm_t0_us": kernels.gemm_step_t0_us(), "gemm_e_bw": g["e_bw"], "gemm_e_f": g["e_f"]}
 
 
 def _moe(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[WeightGroup, ...],

@@ -10,7 +10,8 @@ the kernel family its GPU generation runs, `MOE_FAMILY`), shared by every GPU, s
 predicted from its spec sheet.
 
 - GEMM `[m, k] x [k, n]` (vLLM `layers/linear.py`): tw = (n k b_w + 2 m (n + k)) / bw (weights + BF16
-  activations); tc = 2 (m + m_h) n k / peak (m_h: the M tile a small batch pads to).
+  activations); tc = 2 (m + m_h) n k / peak (m_h: the M tile a small batch pads to). Inside a serving step its
+  t0 is the BF16 one for every format (`gemm_step_t0_us`: the tables' quantized t0 includes the input's quantization).
 - Fused MoE layer (vLLM `fused_moe/fused_moe.py`, `modular_kernel.py`; router output given): n_act local
   experts hold `pairs` (token, expert) pairs; tw = n_act W_e / (bw s) with s = I / (I + I_h) (a thin
   TP slice of an expert streams less efficiently); tc = (pairs + n_act m_h) 2 m_w h I / peak (each
@@ -81,6 +82,18 @@ def gemm_format(fmt: str, native_fp4: bool) -> str:
 
 def _pnorm(tw: np.ndarray, tc: np.ndarray, p: float) -> np.ndarray:
     return (tw ** p + tc ** p) ** (1 / p)
+
+
+def gemm_step_t0_us() -> float:
+    """Fixed latency of one dense GEMM inside a serving step, whatever its weight format: the BF16 table's t0. The
+    FP8/NVFP4 tables time a quantized `RowParallelLinear.forward`, its input's quantization kernel included
+    (aiconfigurator `collector/vllm/collect_gemm.py: run_gemm`), which the engines fuse into the RMSNorm or SiLU-and-mul
+    producing that input (vLLM `fuse_norm_quant` / `fuse_act_quant`, on by default from -O1, docs/design/fusions.md;
+    TensorRT-LLM `AllReduceFusionOp.RESIDUAL_RMS_NORM_QUANT_FP8/_NVFP4`, `tensorrt_llm/functional.py`). Fitted on the
+    serving rows, a scale on the quantized t0 went to ~0.55 (3.7 of 6.8 us, the BF16 3.2 us plus little) where the dense
+    FP8 Llama-3.1-70B rows inform it and to ~1 where BF16 Qwen3-32B rows do; with this t0 it fits 0.88-1.06
+    on every engine and GPU, with or without either model, and is not fitted."""
+    return float(params()["gemm"]["by_fmt"]["bfloat16"]["t0_us"])
 
 
 @cache  # pure in its string arguments; callers only read the dict

@@ -79,7 +79,6 @@ def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: n
     attn_fixed = attn_fixed + pre_fixed + gdn_fixed
     compute = parts_c + moe_c + pre_c + gdn_c
     comm_t = collectives_time(F, comm, tokens, sampled) * terms.comm_latency_scale
-    fixed = fixed * terms.gemm_launch_scale
     overhead = (fixed + moe_fixed + attn_fixed) * 1e-6 + F.layers * terms.layer_overhead_us * 1e-6 \
         + terms.step_overhead_us * 1e-6
     parts = {"weights": parts_w + moe_w, "kv": kv + pre_w + gdn_w + dec * F.state_step_bytes / bw,

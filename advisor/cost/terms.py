@@ -18,13 +18,10 @@ class Terms(BaseModel):
     """Scale on the kernels' achieved DRAM bandwidth inside a serving step (CUDA-graph replay, L2 shared
     between kernels, the engine's own kernel choices). Prior 1: the kernel tables as measured."""
 
-    gemm_launch_scale: float = Field(1.0, gt=0)
-    """Scale on the dense GEMMs' fixed latency (t0 of the GEMM tables, timed one kernel at a time with its launch):
-    replayed as one CUDA graph, consecutive GEMMs hide part of each launch gap. Prior 1: as measured."""
-
     layer_overhead_us: float = Field(20.0, ge=0)
     """Fixed time per decoder layer per step beyond the modelled kernels (norms, rotary embedding, residual
-    adds, activation quantization, router top-k: ~6-8 small kernels of 2-3 us under CUDA graphs).
+    adds, the activation quantization no producer kernel fuses, e.g. before o_proj, router top-k: ~6-8 small kernels
+    of 2-3 us under CUDA graphs).
     Prior 20 us: that count times the measured per-launch floor of the kernel tables (GEMM t0 ~3 us)."""
 
     step_overhead_us: float = Field(500.0, ge=0)
@@ -52,7 +49,6 @@ class Terms(BaseModel):
 
 BOUNDS: dict[str, tuple[float, float]] = {
     "bw_scale": (0.5, 1.5),
-    "gemm_launch_scale": (0.2, 1.5),
     "layer_overhead_us": (0.0, 500.0),
     "step_overhead_us": (0.0, 20_000.0),
     "request_overhead_us": (0.0, 2_000_000.0),
