@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/readme_block
 
 from readme_block import replace_block  # noqa: E402
 
-from advisor.calibrate.measurements import Measurement, read_measurements  # noqa: E402
+from advisor.calibrate.measurements import Measurement  # noqa: E402
+from advisor.calibrate.rowtable import read_measurements  # noqa: E402
 from advisor.calibrate.store import terms_for  # noqa: E402
 from advisor.catalog import lookup  # noqa: E402
 from advisor.cost.plan import Plan  # noqa: E402

@@ -1,7 +1,7 @@
 """Regenerate the shipped calibrations (advisor/calibrations/<engine>.json) from the measurements in the repo,
 with the held-out errors a user's question implies.
 
-    python scripts/refit_calibrations.py [BENCH_DIR]   (default tests/data/bench; ~10-20 min on 2 cores)
+    python scripts/refit_calibrations.py [BENCH_DIR]   (default tests/data/bench; ~3 min on 2 cores)
 
 Rows: silicon_dev.csv, the case study (advisor/examples/case_study.csv) and the cleaned public rows
 (public_clean.csv). Per engine, one pooled fit over every GPU (`advisor/calibrate/pooled.py`). Then, for
@@ -17,6 +17,7 @@ the README and the intervals:
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -26,11 +27,12 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from a checkout without install
 
-from advisor.calibrate.measurements import read_measurements  # noqa: E402
 from advisor.calibrate.pooled import METHOD, PooledCalibrator  # noqa: E402
 from advisor.calibrate.predict_rows import prepare  # noqa: E402
+from advisor.calibrate.rowtable import read_measurements  # noqa: E402
 from advisor.calibrate.splits import HeldOut, group_of, held_out, pooled_fitter, summarize  # noqa: E402
 from advisor.calibrate.store import SHIPPED, HardwareFit, PooledFit  # noqa: E402
+from advisor.errors import AdvisorError  # noqa: E402
 from advisor.files import write_atomic  # noqa: E402
 
 INTERVAL = (10, 90)  # percentiles of the signed held-out errors: an 80% interval
@@ -64,9 +66,15 @@ def coverage(rows: list[HeldOut], metric: str) -> float | None:
 
 
 def main() -> int:
-    bench = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "tests" / "data" / "bench"
-    srcs = files(bench)
-    rows = [r for f in srcs for r in read_measurements(f).rows]
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("bench", nargs="?", type=Path, default=REPO / "tests" / "data" / "bench",
+                    help="folder with silicon_dev.csv and public_clean.csv (default: tests/data/bench)")
+    srcs = files(ap.parse_args().bench)
+    try:
+        rows = [r for f in srcs for r in read_measurements(f).rows]
+    except AdvisorError as err:
+        print(f"refit_calibrations: {err}", file=sys.stderr)
+        return 2
     preds, buckets = prepare(rows)
     lomo = held_out(buckets, "model", pooled_fitter())
     print("leave-one-model-out done", flush=True)

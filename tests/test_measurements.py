@@ -13,7 +13,8 @@ from conftest import CASE_STUDY
 from pydantic import ValidationError
 
 from advisor.calibrate import public
-from advisor.calibrate.measurements import Measurement, Rejected, benchmark_concurrency, build_row, read_measurements
+from advisor.calibrate.measurements import Measurement, Rejected, benchmark_concurrency, build_row
+from advisor.calibrate.rowtable import read_measurements
 from advisor.errors import AdvisorError
 from advisor.hardware import known_ids
 

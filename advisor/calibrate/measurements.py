@@ -1,9 +1,8 @@
-"""Measured serving rows (the CSV schema of `advisor check --help`): the schema, row validation and the file reader.
+"""Measured serving rows (the CSV schema of `advisor check --help`): the schema and row validation.
 
-`read_measurements` reads the §3.4 CSV or a vLLM `vllm bench serve --save-result` JSON (see
-`advisor.calibrate.vllm_json`, and `advisor.calibrate.rowtable` for the reader itself) and returns every row
-either as a validated `Measurement` or as a `Rejected` entry with its row number and reason; nothing is
-dropped silently.
+`rowtable.read_measurements`, the file reader built on this module, reads the §3.4 CSV or a vLLM
+`vllm bench serve --save-result` JSON (`advisor.calibrate.vllm_json`) and returns every row either as a
+validated `Measurement` or as a `Rejected` entry with its row number and reason; nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -325,22 +324,3 @@ def read_text(path: Path) -> str:
     if not text.strip():
         raise AdvisorError(f"{path}: file is empty")
     return text
-
-
-def read_measurements(
-    path: str | Path,
-    *,
-    defaults: dict[str, object] | None = None,
-    known_models: Callable[[str], bool] | None = None,
-    known_hardware: Callable[[str], bool] | None = None,
-) -> MeasurementSet:
-    """Read a §3.4 CSV or a vLLM bench-serve JSON; type is detected from the content, not the name.
-
-    `defaults` fills what the file lacks (empty CSV cells; JSON fields such as hardware, engine,
-    tp, pp, dp, ep, weight_dtype, concurrency). Bad rows go to `rejected` with their reason. (Large files:
-    `rowtable.read_table` gives the same rows as columns.)
-    """
-    from advisor.calibrate.rowtable import read_table
-
-    table, rejected = read_table(path, defaults=defaults, known_models=known_models, known_hardware=known_hardware)
-    return MeasurementSet(rows=table.measurements(), rejected=rejected)

@@ -5,6 +5,7 @@ validated once, through the one `Measurement` model (`measurements.build_row`), 
 (concurrency, lengths, TTFT, TPOT, tok/s) are read by a strict fast path that accepts only plain decimal
 spellings the model accepts too; anything else (and every row whose configuration is rejected) goes through
 `build_row` itself, so a row is accepted or rejected, with the same reason, exactly as `build_row` would.
+`read_measurements` gives the same rows as `Measurement` records.
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from typing import Any, overload
 import numpy as np
 
 from advisor.calibrate.columns import COLUMNS, CONFIG, METRICS, REQUIRED_COLUMNS
-from advisor.calibrate.measurements import Measurement, Rejected, benchmark_concurrency, build_row, read_text
+from advisor.calibrate.measurements import (
+    Measurement,
+    MeasurementSet,
+    Rejected,
+    benchmark_concurrency,
+    build_row,
+    read_text,
+)
 from advisor.errors import AdvisorError
 
 _AT = {c: i for i, c in enumerate(COLUMNS)}
@@ -310,3 +318,20 @@ def read_table(path: str | Path, *, defaults: Mapping[str, object] | None = None
         return b.table(), b.rejected
     _read_csv(b, text, file, progress)
     return b.table(), b.rejected
+
+
+def read_measurements(
+    path: str | Path,
+    *,
+    defaults: dict[str, object] | None = None,
+    known_models: Callable[[str], bool] | None = None,
+    known_hardware: Callable[[str], bool] | None = None,
+) -> MeasurementSet:
+    """Read a §3.4 CSV or a vLLM bench-serve JSON; type is detected from the content, not the name.
+
+    `defaults` fills what the file lacks (empty CSV cells; JSON fields such as hardware, engine,
+    tp, pp, dp, ep, weight_dtype, concurrency). Bad rows go to `rejected` with their reason. (Large files:
+    `read_table` gives the same rows as columns.)
+    """
+    table, rejected = read_table(path, defaults=defaults, known_models=known_models, known_hardware=known_hardware)
+    return MeasurementSet(rows=table.measurements(), rejected=rejected)
