@@ -44,7 +44,7 @@ DEFAULT_OUTPUT_LEN = 1024  # where the case study does not state it
 def held_out_terms() -> Terms:
     """Engine-wide vLLM terms pooled over every GPU but this one (none of its rows, the case study's included)."""
     from advisor.calibrate.pooled import PooledCalibrator
-    from advisor.calibrate.predict_rows import prepare
+    from advisor.calibrate.predict_table import prepare
 
     rows = [r for f in (REPO / "tests" / "data" / "bench" / "silicon_dev.csv", PUBLIC_CLEAN)
             for r in read_measurements(f).rows if r.hardware != "rtx-pro-6000-server"]

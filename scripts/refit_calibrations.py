@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from a checkout without install
 
 from advisor.calibrate.pooled import METHOD, PooledCalibrator  # noqa: E402
-from advisor.calibrate.predict_rows import prepare  # noqa: E402
+from advisor.calibrate.predict_table import prepare  # noqa: E402
 from advisor.calibrate.rowtable import read_measurements  # noqa: E402
 from advisor.calibrate.splits import HeldOut, group_of, held_out, pooled_fitter, summarize  # noqa: E402
 from advisor.calibrate.store import SHIPPED, HardwareFit, PooledFit  # noqa: E402

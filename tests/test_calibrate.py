@@ -15,7 +15,8 @@ from conftest import CASE_STUDY
 
 from advisor.calibrate.fit import Calibrator
 from advisor.calibrate.measurements import Measurement
-from advisor.calibrate.predict_rows import predict_rows, prepare, run_bucket, with_predictions
+from advisor.calibrate.predict_rows import run_bucket, with_predictions
+from advisor.calibrate.predict_table import predict_rows, prepare
 from advisor.calibrate.store import read_pooled, terms_for
 from advisor.cost.terms import BOUNDS, Terms
 from advisor.hardware import load_profile

@@ -185,7 +185,7 @@ def test_calibration_file_applies_to_its_own_hardware_and_engine(advisor, tmp_pa
 
 def test_check_output_equals_the_row_by_row_predictions() -> None:
     # the columnar path gives exactly what predicting each row on its own gives
-    from advisor.calibrate.predict_rows import predict_rows
+    from advisor.calibrate.predict_table import predict_rows
     from advisor.calibrate.rowtable import read_measurements
     from advisor.calibrate.store import terms_for
     from advisor.hardware import load_profile

@@ -4,7 +4,8 @@ Each row becomes a (model, hardware, plan, settings, lengths) case; rows that ca
 model or hardware, a plan the engine cannot run, a model that does not fit) get `predicted=None` and the
 reason. Runnable rows are gathered per (hardware, engine) into one `Bucket` of per-row features, so a
 prediction for every row of a bucket is one vectorised `advisor.cost.timing.predict` call; `calibrate`
-re-runs that call with trial terms. Records are immutable: `with_predictions` returns new ones.
+re-runs that call with trial terms. Records are immutable: `with_predictions` returns new ones. The rows are
+read into cases and buckets by `predict_table` (`prepare`, `predict_rows`), which builds on this module.
 
 TensorRT-LLM rows are predicted with its own scheduler and plan rules and vLLM's memory accounting
 (`engines.PHYSICS_ENGINE`, `engines.DEFAULT_ENGINE_VERSION`).
@@ -53,7 +54,7 @@ class Bucket:
 
     hw: HardwareProfile
     engine: str  # physics engine
-    index: list[int]  # positions in prepare()'s RowPrediction list
+    index: list[int]  # positions in `predict_table.prepare`'s RowPrediction list
     rows: Sequence[Measurement]  # the measured rows at those positions
     features: Features
     concurrency: np.ndarray
@@ -172,20 +173,6 @@ def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measureme
     return result
 
 
-def prepare(rows: list[Measurement]) -> tuple[list[RowPrediction], dict[tuple[str, str], Bucket]]:
-    """Per-row status (reason when not predictable) and the runnable rows bucketed by (hardware, engine): the
-    columnar `predict_table.prepare_table`, one record per row."""
-    from advisor.calibrate.predict_table import prepare_table
-    from advisor.calibrate.rowtable import RowTable
-
-    p = prepare_table(RowTable.of(rows), rows)
-    preds = [RowPrediction(row=r, key=(r.hardware, engine_label(r)), input_len=int(p.input_len[i]),
-                           output_len=int(p.output_len[i]), notes=_assumptions(r),
-                           reason=p.reasons[p.reason[i]] if p.reason[i] >= 0 else None)
-             for i, r in enumerate(rows)]
-    return preds, p.buckets
-
-
 def _assumptions(row: Measurement) -> tuple[str, ...]:
     """What a prediction of the row assumes: the lengths it does not state, vLLM physics for TensorRT-LLM."""
     notes = ((row.input_len is None, f"input_len unknown: assumed {DEFAULT_INPUT_LEN}"),
@@ -218,13 +205,6 @@ def with_predictions(preds: list[RowPrediction], buckets: Mapping[tuple[str, str
             else:
                 out[i] = replace(preds[i], reason="the cost model returned a non-finite value")
     return out
-
-
-def predict_rows(rows: list[Measurement],
-                 terms_by_hw: Mapping[tuple[str, str], Terms] | None = None) -> list[RowPrediction]:
-    """Predictions for measurement rows; `terms_by_hw` maps (hardware id, engine) -> Terms (default priors)."""
-    preds, buckets = prepare(rows)
-    return with_predictions(preds, buckets, terms_by_hw or {})
 
 
 def error_pct(pred: RowPrediction) -> dict[str, float | None]:

@@ -3,7 +3,7 @@
 Rows that share a configuration and lengths share one case (features or the reason it cannot be predicted,
 `predict_rows._row_features`); rows that also share a concurrency share one prediction. Each (hardware, engine)
 bucket is one vectorised `timing.serve` call over its distinct (case, concurrency) points, spread back to the
-rows. `predict_rows.prepare` (calibrate, tests) is this, per row.
+rows. `prepare` (calibrate, tests) is this, one record per row, and `predict_rows` those records predicted.
 """
 
 from __future__ import annotations
@@ -19,10 +19,13 @@ from advisor.calibrate.predict_rows import (
     DEFAULT_OUTPUT_LEN,
     METRIC_KEYS,
     Bucket,
+    RowPrediction,
+    _assumptions,
     _Cache,
     _row_features,
     engine_label,
     run_bucket,
+    with_predictions,
 )
 from advisor.calibrate.rowtable import Rows, RowTable
 from advisor.cost.features import Features
@@ -158,3 +161,21 @@ def predict(prep: Prepared, terms_by_key: Mapping[tuple[str, str], Terms],
         for m in METRIC_KEYS:
             pred[m][bad] = np.nan
     return pred
+
+
+def prepare(rows: list[Measurement]) -> tuple[list[RowPrediction], dict[tuple[str, str], Bucket]]:
+    """Per-row status (reason when not predictable) and the runnable rows bucketed by (hardware, engine):
+    `prepare_table`, one record per row."""
+    p = prepare_table(RowTable.of(rows), rows)
+    preds = [RowPrediction(row=r, key=(r.hardware, engine_label(r)), input_len=int(p.input_len[i]),
+                           output_len=int(p.output_len[i]), notes=_assumptions(r),
+                           reason=p.reasons[p.reason[i]] if p.reason[i] >= 0 else None)
+             for i, r in enumerate(rows)]
+    return preds, p.buckets
+
+
+def predict_rows(rows: list[Measurement],
+                 terms_by_hw: Mapping[tuple[str, str], Terms] | None = None) -> list[RowPrediction]:
+    """Predictions for measurement rows; `terms_by_hw` maps (hardware id, engine) -> Terms (default priors)."""
+    preds, buckets = prepare(rows)
+    return with_predictions(preds, buckets, terms_by_hw or {})

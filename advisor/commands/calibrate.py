@@ -73,7 +73,8 @@ def calibrate_doc(files: list[str], hw: str, engine: str, output: Path,
                   defaults: dict[str, Any] | None = None, force: bool = False) -> dict[str, Any]:
     """Fit, write `output`, and return the JSON report (terms, refused, bounds hit, cv, rows used/rejected)."""
     from advisor.calibrate.fit import METHOD, Calibrator
-    from advisor.calibrate.predict_rows import engine_label, prepare
+    from advisor.calibrate.predict_rows import engine_label
+    from advisor.calibrate.predict_table import prepare
     from advisor.calibrate.rowtable import read_measurements
     from advisor.calibrate.store import Calibration, terms_for, write_calibration
     from advisor.errors import AdvisorError
