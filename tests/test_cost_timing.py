@@ -227,6 +227,20 @@ def test_sweep_point_does_not_depend_on_other_points(hw: HardwareProfile) -> Non
     assert mixed["running"][0, 0] == alone["running"][0, 0]
 
 
+def test_a_case_in_a_stacked_sweep_is_the_case_alone(hw: HardwareProfile) -> None:
+    # the sweep computes each kernel chain and each collective only on the plans that have it (group sizes 1-8,
+    # MLA / GQA / linear attention, MoE with and without EP): every case must come out as it does on its own
+    cases = [case(LLAMA8, Plan(tp=1), hw), case(LLAMA70, Plan(tp=2), hw), case(MINIMAX, Plan(tp=4), hw),
+             case(MINIMAX, Plan(tp=8, ep=8), hw), case(KIMI_NVFP4, Plan(tp=8), hw),
+             case("nvidia/Qwen3.5-397B-A17B-NVFP4", Plan(tp=4), hw)]
+    conc, inp, out = np.array([1, 16, 256]), np.array([128, 8192]), np.array([128, 1024])
+    together = evaluate(cases, hw, Settings(), TERMS, conc, inp, out).out
+    for j, c in enumerate(cases):
+        alone = evaluate([c], hw, Settings(), TERMS, conc, inp, out).out
+        for key in ("ttft_s", "tpot_s", "output_tok_s", "step_comm", "step_total"):
+            np.testing.assert_allclose(together[key][j], alone[key][0], rtol=1e-12, err_msg=f"{c.arch.model} {key}")
+
+
 # --- case study ordering , uncalibrated -------------------------------------------------
 
 
