@@ -42,7 +42,6 @@ class Features:
     dense_w_bytes: np.ndarray  # non-expert weights read every step (embedding table excluded)
     dense_gemm_s: np.ndarray  # seconds per token at the spec-sheet peak for non-expert GEMMs
     gemm_calls: np.ndarray  # dense GEMM calls per forward (their fixed latency)
-    gemm_t0_us: np.ndarray
     gemm_e_bw: np.ndarray
     gemm_e_f: np.ndarray
     moe_layers: np.ndarray
@@ -167,7 +166,7 @@ def _dense(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[Weig
         calls += arch.moe.moe_layers * (1 + (MLP_GEMMS if arch.moe.shared_intermediate else 0))
     g = kernels.gemm_params(fmt, fp4)
     return {"dense_w_bytes": dense_w, "dense_gemm_s": dense_s, "gemm_calls": float(calls),
-            "gemm_t0_us": kernels.gemm_step_t0_us(), "gemm_e_bw": g["e_bw"], "gemm_e_f": g["e_f"]}
+            "gemm_e_bw": g["e_bw"], "gemm_e_f": g["e_f"]}
 
 
 def _moe(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[WeightGroup, ...],

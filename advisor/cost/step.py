@@ -109,7 +109,7 @@ def _gemms(F: Features, bw: float, tokens: np.ndarray) -> tuple[np.ndarray, ...]
     tw = (F.dense_w_bytes + 4 * tokens * F.hidden * F.gemm_calls / F.tp) / (bw * F.gemm_e_bw)
     tc = tokens * F.dense_gemm_s / F.gemm_e_f
     w, c = _split(tw, tc, P["p"])
-    return w, c, F.gemm_calls * F.gemm_t0_us
+    return w, c, F.gemm_calls * kernels.gemm_step_t0_us()
 
 
 def touched_experts(experts: np.ndarray, topk: np.ndarray, ep: np.ndarray, tokens: np.ndarray) -> np.ndarray:
@@ -155,9 +155,7 @@ def _rows_of(a: np.ndarray | float, rows: np.ndarray, shape: tuple[int, ...]) ->
     """`a` on the plans `rows` of `shape`, left to broadcast over the other axes (a per-plan [P, 1, 1] feature
     is not expanded to [P, C, L] before it is indexed)."""
     a = np.asarray(a)
-    if a.ndim == len(shape) and a.shape[0] == shape[0] != 1:
-        return a[rows]
-    return np.broadcast_to(a, (1,) * (len(shape) - a.ndim) + a.shape) if a.ndim < len(shape) else a
+    return a[rows] if a.ndim == len(shape) and a.shape[0] == shape[0] != 1 else a
 
 
 def _decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray,
