@@ -191,13 +191,13 @@ def _moe(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[Weight
 
 def _speculation(arch: ModelArch, settings: Settings) -> dict[str, float]:
     """MTP speculation of this case (`cost/speculative.py`): off without MTP heads or a known acceptance."""
-    from advisor.cost.speculative import acceptance_for, tokens_per_step
+    from advisor.cost.speculative import acceptance_for, acceptance_length
 
     k = (settings.speculative_tokens or arch.mtp_layers) if settings.speculative and arch.mtp_layers else 0
-    a, _ = acceptance_for(arch.model, settings.spec_acceptance)
-    if not k or a is None:
+    lengths, _ = acceptance_for(arch.model, settings.spec_acceptance)
+    if not k or lengths is None:
         return {"spec_k": 0.0, "spec_tokens": 1.0}
-    return {"spec_k": float(k), "spec_tokens": tokens_per_step(k, a)}
+    return {"spec_k": float(k), "spec_tokens": acceptance_length(k, lengths)}
 
 
 def _gdn(arch: ModelArch, plan: Plan) -> dict[str, float]:
