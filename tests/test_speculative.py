@@ -100,3 +100,6 @@ def test_a_published_curve_sets_the_tokens_per_step_of_a_ranked_plan(advisor) ->
     off, mtp = _predict(advisor, QWEN35, *plan), _predict(advisor, QWEN35, *plan, "--speculative", "mtp",
                                                             "--spec-tokens", "3")
     assert 1 / 3.39 < mtp["tpot_ms"] / off["tpot_ms"] < 1
+    assert (mtp["spec_tokens"], mtp["tokens_per_step"], off["spec_tokens"]) == (3, pytest.approx(3.39), 0)
+    text = advisor("predict", QWEN35, *plan, "--speculative", "mtp", "--spec-tokens", "3")
+    assert "speculation: 3 MTP drafts per step, 3.39 tokens per sequence per step" in " ".join(text.out.split())

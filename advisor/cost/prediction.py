@@ -123,3 +123,7 @@ class Prediction(FitResult):
     bottleneck: str | None = None
     interval: dict[str, float] | None = None
     collectives: list[CollectiveDoc] = []
+    # MTP speculation the prediction assumed (0: none), tokens a sequence gains per step, and the acceptance's source
+    spec_tokens: int = 0
+    tokens_per_step: float = 1.0
+    spec_acceptance_source: str | None = None

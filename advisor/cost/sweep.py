@@ -145,6 +145,7 @@ class Sweep:
     output_len: np.ndarray
     out: dict[str, np.ndarray]
     calibrated: dict[str, Any]
+    settings: Settings = Settings()  # the engine settings the evaluation ran under
     num_seqs: int = 0  # the engine's max_num_seqs per DP rank the evaluation assumed
 
     def series(self, name: str, i: int, k: int = 0) -> np.ndarray:
@@ -184,7 +185,18 @@ class Sweep:
             comm_ms_per_step=breakdown["comm"], breakdown_ms=breakdown, mechanism_ms=mechanism,
             prefill_interference_ms=float(o["prefill_interference_s"][i, c, k]) * 1e3,
             bottleneck=max(breakdown, key=lambda n: breakdown[n]), interval=interval,
-            collectives=collective_docs(colls))
+            collectives=collective_docs(colls), **self._speculation(case))
+
+    def _speculation(self, case: Case) -> dict[str, Any]:
+        """The MTP drafts a step of this case verifies, the tokens a sequence gains per step (its acceptance length)
+        and where the acceptance comes from (`cost/speculative.py`); nothing when speculation is off."""
+        feats = Features.from_flat(case.features(self.hw, self.settings)[None, :])
+        if not feats.spec_k[0]:
+            return {}
+        from advisor.cost.speculative import acceptance_for
+
+        return {"spec_tokens": int(feats.spec_k[0]), "tokens_per_step": float(feats.spec_tokens[0]),
+                "spec_acceptance_source": acceptance_for(case.arch.model, self.settings.spec_acceptance)[1]}
 
 
     def _queueing(self, i: int, users: int, running: int, k: int) -> dict[str, Any]:
@@ -215,7 +227,7 @@ def evaluate(cases: list[Case], hw: HardwareProfile, settings: Settings, terms: 
     frozen = {k: _readonly(v) for k, v in out.items()}
     return Sweep(cases=tuple(cases), hw=hw, concurrency=_readonly(conc), input_len=_readonly(inp),
                  output_len=_readonly(outp), out=frozen, calibrated=calibrated or {"how": "none", "rows": 0},
-                 num_seqs=settings.num_seqs(hw.gpu.memory_bytes))
+                 settings=settings, num_seqs=settings.num_seqs(hw.gpu.memory_bytes))
 
 
 def _memory(case: Case) -> MemoryFit:

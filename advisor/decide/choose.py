@@ -45,10 +45,6 @@ class RankedPlan(Prediction):
     kwh_per_mtok: float | None = None  # upper bound: every GPU at its rated board power
     replicas: int = 1  # copies of the plan the node holds side by side
     node_output_tok_s: float | None = None  # replicas x the plan's tok/s at the operating point
-    # MTP speculation the prediction assumed (0: none), tokens a sequence gains per step, and the acceptance's source
-    spec_tokens: int = 0
-    tokens_per_step: float = 1.0
-    spec_acceptance_source: str | None = None
     # quality on the query's one scale (published, sourced; or the user's own evals); None: unknown
     quality: float | None = None
     quality_benchmark: str | None = None
@@ -189,15 +185,9 @@ def _row(sweep: Sweep, i: int, concurrency: int, cases: list[Case], settings: Se
                       spec_tokens=int(feats.spec_k[0]))
     cmd = serve_command(serving, sweep.hw, settings)
     meets = bool(s.meets[i])
-    spec = {}
-    if serving.spec_tokens:
-        from advisor.cost.speculative import acceptance_for
-
-        spec = {"spec_tokens": serving.spec_tokens, "tokens_per_step": float(feats.spec_tokens[0]),
-                "spec_acceptance_source": acceptance_for(case.arch.model, settings.spec_acceptance)[1]}
     return RankedPlan(**dict(pred), rank=0, score=score, objective=q.objective, meets=meets,
                       miss=float(s.miss[i]), constraints=plan_constraints(case, cases, sweep.hw), command=cmd.command,
-                      command_notes=list(cmd.notes), why=why(pred, case, None if meets else q), **spec)
+                      command_notes=list(cmd.notes), why=why(pred, case, None if meets else q))
 
 
 def _capacity(sweep: Sweep, i: int, col: int, q: Query, settings: Settings, terms: Terms, node: int

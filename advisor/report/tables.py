@@ -104,6 +104,9 @@ def predict_panel(d: Prediction) -> None:
                   f"user while decoding   {d.output_tok_s:,.0f} tok/s total ({d.running_sequences:,} running)")
     if d.queueing:
         console.print(f"  queueing: {d.queueing}")
+    if d.spec_tokens:
+        console.print(f"  speculation: {plural(d.spec_tokens, 'MTP draft')} per step, {d.tokens_per_step:.2f} tokens "
+                      f"per sequence per step (acceptance: {d.spec_acceptance_source})")
     console.print("  decode step: " + ", ".join(f"{k} {v:.2f} ms" for k, v in d.breakdown_ms.items())
                   + f"  -> bound by {d.bottleneck}")
     console.print(f"  {d.collectives_per_step} collectives per step ({d.allreduces_per_step} allreduces), "
