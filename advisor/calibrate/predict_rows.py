@@ -128,7 +128,7 @@ def _speculation_reason(drafted: int) -> str | None:
     """Why a row measured with `drafted` speculative tokens per step is not predicted: its tokens per step are
     the run's acceptance length, which the row does not record. A published acceptance (`cost/speculative.py`)
     holds for the prompts it was measured on, not a benchmark's synthetic ones: with Qwen3.5's (SPEED-Bench
-    coding, AL 3.39 at 3 drafts) its 30 random-prompt InferenceX rows come out 23-53% too fast."""
+    coding, AL 3.39 at 3 drafts) its 30 random-prompt InferenceX rows come out 23-53% too fast (model held out)."""
     if drafted <= 0:
         return None
     return (f"measured with speculative decoding ({drafted} drafted token{'s' if drafted > 1 else ''} per step); "
