@@ -134,9 +134,12 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
     parts = step(running, ctx_dec, zero, input_len / 2, running)
     t_dec = parts["total"]
     steady = (_mixed if sched.mixed else _separate)(step, sched, running, input_len, steps, ctx_dec, t_dec)
-    first = _first_round(step, sched, running, input_len, steps, ctx_dec, t_dec)
     s = share  # of requests served in synchronized waves (`wave_share`)
-    tpot = ((1 - s) * steady[0] + s * first[0]) / F.spec_tokens
+    if np.any(s):
+        first = _first_round(step, sched, running, input_len, steps, ctx_dec, t_dec)
+        tpot, waves = ((1 - s) * steady[0] + s * first[0]) / F.spec_tokens, s * first[1]
+    else:  # a deployment's steady state (no benchmark client): no wave to cost
+        tpot, waves = steady[0] / F.spec_tokens, 0.0
     # attention-DP balancing (TensorRT-LLM): a staggered context request waits for every rank to have one
     rate = np.where(concurrency < F.dp, 0.0, running / (steps + 1))
     held = adp_balance_wait_steps(rate, F.dp, sched.adp_timeout_steps) * steady[0]
@@ -145,7 +148,7 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
     held = held + np.where(F.dp > 1, 0.0, pooled) * t_dec
     # the receive interval: arrivals during decode steps (all of a wave's) wait (N - 1) / 2 more of them
     polled = (np.maximum(options.recv_interval, 1.0) - 1) / 2 * t_dec * (1 - (1 - s) * steady[2])
-    ttft_run = (1 - s) * (steady[1] + held) + s * first[1] + polled + terms.request_overhead_us * 1e-6
+    ttft_run = (1 - s) * (steady[1] + held) + waves + polled + terms.request_overhead_us * 1e-6
     lifetime = ttft_run + decodes * tpot
     queued = np.maximum(users / running - 1, 0)
     active = np.minimum(concurrency, F.dp * running)  # idle DP ranks run dummy forwards, serve no one
@@ -190,6 +193,8 @@ def batch_wait_steps(rate: np.ndarray, timeout: np.ndarray | float, short: np.nd
     ~rate L others arriving inside it L / 2 each: (L + rate L^2 / 2) / (1 + rate L). Against a step-by-step
     simulation (1/rate 4-256 steps, T 20): within 3% when the timeout closes the window, up to 16% high when
     the prompts fill it (the last one waits nothing)."""
+    if not np.any(timeout):  # the default: no holding
+        return np.zeros(np.broadcast_shapes(np.shape(rate), np.shape(short), np.shape(prompt)))
     r = np.maximum(rate, 1e-12)
     mu = r * np.asarray(timeout, dtype=float)
     need = np.ceil(np.maximum(short, 0) / np.maximum(prompt, 1.0)) - 1  # arrivals after the opener
