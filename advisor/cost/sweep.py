@@ -145,7 +145,7 @@ class Sweep:
     output_len: np.ndarray
     out: dict[str, np.ndarray]
     calibrated: dict[str, Any]
-    settings: Settings = Settings()  # the engine settings the evaluation ran under
+    settings: Settings  # the engine settings the evaluation ran under
     num_seqs: int = 0  # the engine's max_num_seqs per DP rank the evaluation assumed
 
     def series(self, name: str, i: int, k: int = 0) -> np.ndarray:

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from advisor.cost.features import Features
 from advisor.cost.prediction import Prediction
 from advisor.cost.sweep import Case, Sweep, all_cases, evaluate, node_gpus
 from advisor.cost.terms import Terms
@@ -177,12 +176,11 @@ def _row(sweep: Sweep, i: int, concurrency: int, cases: list[Case], settings: Se
     pred = sweep.at(i, concurrency)
     mem = case.memory
     assert mem is not None
-    feats = Features.from_flat(case.features(sweep.hw, settings)[None, :])
     serving = Serving(model=case.arch.model, plan=case.plan, max_model_len=mem.max_model_len, kv_dtype=mem.kv_dtype,
                       checkpoint_dtype=case.arch.weight_dtype, remote_code=case.arch.remote_code,
                       memory_fraction=mem.budget.utilization, moe=case.arch.moe is not None,
                       moe_only_groups=_only_experts_converted(case, settings),
-                      spec_tokens=int(feats.spec_k[0]))
+                      spec_tokens=pred.spec_tokens)
     cmd = serve_command(serving, sweep.hw, settings)
     meets = bool(s.meets[i])
     return RankedPlan(**dict(pred), rank=0, score=score, objective=q.objective, meets=meets,
