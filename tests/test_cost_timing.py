@@ -261,34 +261,48 @@ def test_minimax_ep8_out_serves_kimi_at_128_users(hw: HardwareProfile) -> None:
 # --- TensorRT-LLM attention-DP balance --------------------------------------------------
 
 
-def _held_by_simulation(rate: float, dp: int, timeout: int, steps: int = 40_000) -> float:
-    """Step by step: each rank gets an arrival with probability `rate`; context requests are held until every
-    rank has one or the oldest has waited `timeout` steps (`_balance_adp_requests`); mean held steps."""
+def _held_by_simulation(rate: float, dp: int, timeout: int, batching: int, steps: int = 200_000) -> float:
+    """Step by step, as `PyExecutor._balance_adp_requests`: each rank gets Poisson(`rate`) arrivals per step; a
+    counter counts the steps in which some rank has no waiting request (with or without any waiting); at
+    `timeout`, or once every rank has one and `batching` more such steps passed, every waiting request is
+    scheduled and the counter restarts. Mean held steps."""
     rng = np.random.default_rng(1)
-    arrivals = rng.random((steps, dp)) < rate
+    arrivals = rng.poisson(rate, size=(steps, dp))
     waiting: list[list[int]] = [[] for _ in range(dp)]
-    oldest, held = None, []
+    count = batch = 0
+    held: list[int] = []
     for t in range(steps):
-        for m in np.nonzero(arrivals[t])[0]:
-            waiting[m].append(t)
-        if any(waiting):
-            oldest = min(w[0] for w in waiting if w) if oldest is None else oldest
-            if all(waiting) or t - oldest >= timeout:
-                held += [t - a for w in waiting for a in w]
-                waiting, oldest = [[] for _ in range(dp)], None
+        for m in range(dp):
+            waiting[m] += [t] * int(arrivals[t, m])
+        release = False
+        if all(waiting):
+            count = 0
+            batch, release = (batch + 1, False) if batch < batching else (0, True)
+        else:
+            count += 1
+            if count >= timeout:
+                count, release = 0, True
+        if release:
+            held += [t - a for w in waiting for a in w]
+            waiting = [[] for _ in range(dp)]
     return float(np.mean(held))
 
 
-@pytest.mark.parametrize(("dp", "period"), [(4, 32), (8, 32), (8, 128), (8, 512)])
-def test_adp_balance_wait_matches_a_simulation(dp: int, period: int) -> None:
-    got = float(adp_balance_wait_steps(np.array(1 / period), np.array(dp), 60.0))
-    assert got == pytest.approx(_held_by_simulation(1 / period, dp, 60), rel=0.1)
+@pytest.mark.parametrize(("dp", "period", "timeout", "batching"),
+                         [(2, 100, 60, 0), (4, 32, 60, 0), (8, 32, 60, 0), (8, 128, 60, 0), (8, 512, 60, 0),
+                          (2, 10, 50, 10), (4, 33, 50, 10), (4, 2, 50, 10)])
+def test_adp_balance_wait_matches_a_simulation(dp: int, period: int, timeout: int, batching: int) -> None:
+    got = float(adp_balance_wait_steps(np.array(1 / period), np.array(dp), timeout, batching))
+    # continuous time against whole steps (a request released in the step it came waits 0): up to half a step
+    assert got == pytest.approx(_held_by_simulation(1 / period, dp, timeout, batching), abs=0.7)
 
 
 def test_adp_balance_wait_limits() -> None:
-    # no arrivals on some rank: the whole timeout; one rank: nothing to balance; no balancing: nothing held
-    assert adp_balance_wait_steps(np.array([0.0, 0.5]), np.array([8, 1]), 60.0).tolist() == [60.0, 0.0]
+    # some rank never has a request: half the timeout on average; one rank: nothing to balance; off: nothing held
+    assert adp_balance_wait_steps(np.array([0.0, 0.5]), np.array([8, 1]), 60.0).tolist() == [30.0, 0.0]
     assert adp_balance_wait_steps(np.array(0.1), np.array(8), 0.0) == 0.0
+    # arrivals so frequent that every rank has one at once: only the batching wait is left
+    assert float(adp_balance_wait_steps(np.array(50.0), np.array(4), 60.0, 10.0)) == pytest.approx(5.0, abs=0.1)
 
 
 def _batch_held_by_simulation(rate: float, timeout: int, short: float, prompt: float, steps: int = 60_000) -> float:

@@ -123,6 +123,12 @@ def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Pa
                if m.tp == 8 and m.hardware == "b200-sxm")
     assert not [m for m in rows if "GLM-5" in m.model and m.recv_interval > 1]
     assert {m.recv_interval for m in rows if m.hardware == "h100-sxm"} == {1}
+    # attention_dp_config (README): every TensorRT-LLM attention-DP row; DeepSeek's scripts 60/0, gpt-oss's defaults
+    balanced = [m for m in rows if m.adp_timeout_iters]
+    assert {(m.engine, m.dp > 1) for m in balanced} == {("trtllm", True)}
+    assert len(balanced) == len([m for m in rows if m.engine == "trtllm" and m.dp > 1]) == 35
+    assert {(m.model.split("/")[0], m.adp_timeout_iters, m.adp_batching_wait_iters) for m in balanced} == {
+        ("deepseek-ai", 60, 0), ("openai", 50, 10)}
     # --mem-fraction-static (README): every InferenceX SGLang row; DeepSeek-R1 FP8 at TP4 ran 0.95
     frac = [m for m in rows if m.mem_fraction is not None]
     assert len(frac) == 307 and {m.engine for m in frac} == {"sglang"}
@@ -520,6 +526,8 @@ def test_kv_cache_dtype_spellings_and_a_bad_one() -> None:
 @pytest.mark.parametrize(("field", "engine", "cells", "want", "bad"), [
     ("length_ratio", "sglang", ("0.8", "1", " "), [0.8, 1.0, None], ("0", "1.2", "wide")),
     ("recv_interval", "sglang", ("30", "10.0", ""), [30, 10, 1], ("0", "2.5", "often")),
+    ("adp_timeout_iters", "trtllm", ("60", "50.0", ""), [60, 50, 0], ("-1", "2.5", "long")),
+    ("adp_batching_wait_iters", "trtllm", ("0", "10", ""), [0, 10, 10], ("-1", "0.5", "some")),
     ("mem_fraction", "sglang", ("0.95", ".82", ""), [0.95, 0.82, None], ("0", "1.5", "most")),
 ])
 def test_run_condition_cells(field: str, engine: str, cells: tuple[str, ...], want: list[object],

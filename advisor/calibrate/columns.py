@@ -18,6 +18,8 @@ COLUMNS: tuple[str, ...] = (
     "batch_wait_iters",
     "batch_wait_ratio",
     "recv_interval",
+    "adp_timeout_iters",
+    "adp_batching_wait_iters",
     "mem_fraction",
     "concurrency",
     "input_len",

@@ -113,6 +113,13 @@ class Measurement(BaseModel):
     recv_interval: int = Field(default=1, ge=1)
     """SGLang's `--scheduler-recv-interval`: the scheduler takes in new requests once every that many decode steps
     (`cost/serving.py: serve`); 1 (empty): the default, every step."""
+    adp_timeout_iters: int = Field(default=0, ge=0)
+    """TensorRT-LLM's `attention_dp_config.timeout_iters` with `enable_balance: true`: context requests are held
+    until every attention-DP rank has one or this many steps were counted (`cost/serving.py:
+    adp_balance_wait_steps`); 0 (empty): balancing off, the engine's default."""
+    adp_batching_wait_iters: int = Field(default=10, ge=0)
+    """TensorRT-LLM's `attention_dp_config.batching_wait_iters`: further steps to hold them once every rank has
+    one; 10 (empty): the engine's default (`llmapi/llm_args.py: AttentionDpConfig`)."""
     mem_fraction: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
     """The share of GPU memory the engine was told to use: vLLM `--gpu-memory-utilization`, SGLang
     `--mem-fraction-static` (`cost/budget.py`); None (empty): the engine's default. Not TensorRT-LLM's
@@ -145,7 +152,8 @@ class Measurement(BaseModel):
         """An empty cell is unknown; anything else is left for pydantic (a number in (0, 1])."""
         return _unknown(info.field_name) if isinstance(v, str) and not v.strip() else v
 
-    @field_validator(*_PLAN, "spec_tokens", "batch_wait_iters", "recv_interval", "concurrency", *_LENGTHS,
+    @field_validator(*_PLAN, "spec_tokens", "batch_wait_iters", "recv_interval", "adp_timeout_iters",
+                     "adp_batching_wait_iters", "concurrency", *_LENGTHS,
                      mode="before")
     @classmethod
     def _int_cell(cls, v: object, info: ValidationInfo) -> object:

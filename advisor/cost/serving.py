@@ -23,14 +23,17 @@ waves persist. The share of measured requests served in such waves is `wave_shar
 a prefill-first scheduler, else a fitted term of the benchmark (`Terms.bench_wave_share`); 0 for a deployment's
 steady state.
 
-TensorRT-LLM with attention-DP, as the public recipes run it (`attention_dp_config: {enable_balance: true,
-timeout_iters: 60, batching_wait_iters: 0}` in the InferenceX/InferenceMAX TRT-LLM scripts): a context
-request is held until every DP rank has one or `timeout_iters` steps pass (`tensorrt_llm/_torch/pyexecutor/
-py_executor.py: _balance_adp_requests`; TensorRT-LLM tech blog 10, "ADP Balance Strategy"). Staggered
-arrivals reach each rank at a rate of running / lifetime steps, so a window opened by one request lasts until
-the last of the other dp - 1 ranks has one (`adp_balance_wait_steps`); with fewer users than DP ranks some
-rank never has one, and every window runs to the timeout. Requests released in waves arrive together and
-do not wait.
+TensorRT-LLM's attention-DP balance (`attention_dp_config: {enable_balance, timeout_iters T,
+batching_wait_iters B}`; off by default, T 50 and B 10 once on, `llmapi/llm_args.py: AttentionDpConfig`; the
+InferenceX DeepSeek-R1 B200 scripts set T 60 and B 0, its gpt-oss ones only `enable_balance: true`): every step
+the ranks exchange their waiting context requests (`tensorrt_llm/_torch/pyexecutor/py_executor.py:
+_balance_adp_requests`). A counter counts the steps in which some rank has none, whether or not any request
+waits; when it reaches T, or when every rank has one (after B more such steps), it restarts and every waiting
+request is scheduled. A request therefore waits for the end of a cycle the counter started before it came
+(`adp_balance_wait_steps`): T / 2 steps when arrivals are rare, less when they fill every rank sooner.
+Staggered arrivals reach each rank at a rate of running / lifetime steps; with fewer users than DP ranks some
+rank never has one (its dummy request counts as running) and every cycle runs to T. Requests released in waves
+arrive together and do not wait.
 
 TensorRT-LLM's batch waiting (`batch_wait_timeout_iters` T, `batch_wait_max_tokens_ratio` R; both 0 by
 default; the InferenceMAX Llama-3.1-70B B200/H200 scripts of 2025-09/10 ran 20 and 0.9 at 1k/1k below TP8, its
@@ -80,6 +83,8 @@ class RunOptions(NamedTuple):
     batch_wait_iters: np.ndarray | float = 0.0  # TensorRT-LLM batch_wait_timeout_iters
     batch_wait_ratio: np.ndarray | float = 0.0  # TensorRT-LLM batch_wait_max_tokens_ratio
     recv_interval: np.ndarray | float = 1.0  # SGLang --scheduler-recv-interval
+    adp_timeout_iters: np.ndarray | float = 0.0  # TensorRT-LLM attention_dp_config.timeout_iters; 0: balance off
+    adp_batching_wait_iters: np.ndarray | float = 10.0  # TensorRT-LLM attention_dp_config.batching_wait_iters
 
 
 @dataclass(frozen=True)
@@ -88,17 +93,11 @@ class Scheduler:
 
     mixed: bool
     budget: float
-    adp_timeout_steps: float = 0.0  # steps a context request may be held to balance attention-DP ranks
-
-
-# TensorRT-LLM attention-DP balancing as the public recipes set it (module docstring)
-TRTLLM_ADP_TIMEOUT_ITERS = 60
 
 
 def scheduler(engine: str, budget: float) -> Scheduler:
     """SGLang runs prefill and decode in separate steps; vLLM V1 and TensorRT-LLM mix them."""
-    return Scheduler(mixed=engine != "sglang", budget=float(budget),
-                     adp_timeout_steps=TRTLLM_ADP_TIMEOUT_ITERS if engine == "trtllm" else 0.0)
+    return Scheduler(mixed=engine != "sglang", budget=float(budget))
 
 
 def wave_share(fitted: float, sched: Scheduler, fixed_lengths: np.ndarray | bool) -> np.ndarray:
@@ -142,7 +141,7 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
         tpot, waves = steady[0] / F.spec_tokens, 0.0
     # attention-DP balancing (TensorRT-LLM): a staggered context request waits for every rank to have one
     rate = np.where(concurrency < F.dp, 0.0, running / (steps + 1))
-    held = adp_balance_wait_steps(rate, F.dp, sched.adp_timeout_steps) * steady[0]
+    held = adp_balance_wait_steps(rate, F.dp, options.adp_timeout_iters, options.adp_batching_wait_iters) * steady[0]
     pooled = batch_wait_steps(running / (steps + 1), options.batch_wait_iters,
                               np.asarray(options.batch_wait_ratio) * sched.budget - running, input_len)
     held = held + np.where(F.dp > 1, 0.0, pooled) * t_dec
@@ -162,25 +161,43 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
             **{f"step_{k}": np.broadcast_to(v, shape) for k, v in parts.items()}}
 
 
-def adp_balance_wait_steps(rate: np.ndarray, dp: np.ndarray, timeout: float) -> np.ndarray:
+def adp_balance_wait_steps(rate: np.ndarray, dp: np.ndarray, timeout: np.ndarray | float,
+                           batching: np.ndarray | float = 0.0) -> np.ndarray:
     """Mean steps a context request is held by TensorRT-LLM's attention-DP balance (module docstring), for
-    `rate` arrivals per step on each of `dp` ranks. A window opened by one arrival lasts
-    L = E[min(T, max of n = dp - 1 Exp(rate))] = sum_k C(n, k) (-1)^(k+1) (1 - e^(-k rate T)) / (k rate);
-    the opener waits L, the ~rate dp L others arriving inside it L / 2 each:
-    (L + rate dp L^2 / 2) / (1 + rate dp L). Against a step-by-step simulation (1/rate 8-512 steps, T 60):
-    within 5% for dp 4 and 8, up to 18% high for dp 2."""
+    `rate` arrivals per step on each of n = `dp` ranks, timeout T, batching wait B. A cycle ends at
+    M = max of n Exp(rate) (every rank has one) plus B, or at T; with q(t) = 1 - e^(-rate t):
+    E[cycle] = E[min(T, M)] + B q(T)^n, and the requests' summed wait in a cycle is
+    int_0^T n rate t (1 - q^(n-1)) dt + B (q(T)^n + n (n-1) rate^2 int_0^T t e^(-rate t) q^(n-2) dt)
+    + n rate B^2 q(T)^n / 2; their mean is that over n rate E[cycle] (Wald). Binomial expansions of q^k give
+    closed forms. Against a step-by-step simulation of `_balance_adp_requests` (T 50-60, B 0-10, dp 2-8):
+    within 0.7 steps (continuous time against whole steps)."""
     dp = np.asarray(dp, dtype=float)
-    if timeout <= 0:
-        return np.zeros(np.broadcast_shapes(np.shape(rate), dp.shape))
-    r = np.maximum(rate, 1e-12)
-    n = dp - 1
-    window, coef = np.zeros(np.broadcast_shapes(r.shape, dp.shape)), np.ones_like(n)
-    for k in range(1, int(np.max(n, initial=0)) + 1):
-        coef = coef * np.maximum(n - k + 1, 0) / k  # C(n, k), 0 once k > n
-        window = window + coef * (-1.0) ** (k + 1) * -np.expm1(-k * r * timeout) / (k * r)
-    window = np.where(rate > 0, np.minimum(window, timeout), timeout)
-    arrivals = rate * dp * window
-    return np.where(dp > 1, (window + arrivals * window / 2) / (1 + arrivals), 0.0)
+    T = np.asarray(timeout, dtype=float)
+    shape = np.broadcast_shapes(np.shape(rate), dp.shape, T.shape, np.shape(batching))
+    if not np.any(T > 0):
+        return np.zeros(shape)
+    lam = np.maximum(rate, 1e-12)
+    B = np.asarray(batching, dtype=float)
+
+    def t_exp(a: np.ndarray) -> np.ndarray:  # int_0^T t e^(-a t) dt
+        aT = a * T
+        return np.where(aT < 1e-9, T * T / 2, (-np.expm1(-aT) - aT * np.exp(-aT)) / np.maximum(a, 1e-300) ** 2)
+
+    waits, cycle, bal = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    c_n1, c_n, c_n2 = np.ones_like(dp), np.ones_like(dp), np.ones_like(dp)  # C(n-1, k), C(n, k), C(n-2, k-1)
+    for k in range(1, int(np.max(dp, initial=1)) + 1):
+        sign = (-1.0) ** (k + 1)
+        c_n1, c_n = c_n1 * np.maximum(dp - k, 0) / k, c_n * np.maximum(dp - k + 1, 0) / k
+        waits = waits + sign * c_n1 * t_exp(k * lam)  # int t (1 - q^(n-1)): 1 - q^(n-1) = sum_k>=1 ...
+        cycle = cycle + sign * c_n * -np.expm1(-k * lam * T) / (k * lam)  # E[min(T, M)]
+        bal = bal + sign * c_n2 * t_exp(k * lam)  # int t e^(-rate t) q^(n-2): C(n-2, k-1) (-1)^(k-1)
+        c_n2 = c_n2 * np.maximum(dp - 1 - k, 0) / k
+    balanced = (-np.expm1(-lam * T)) ** dp  # P(M < T)
+    total = dp * lam * waits + B * (balanced + dp * (dp - 1) * lam ** 2 * bal) + dp * lam * B ** 2 / 2 * balanced
+    mean = total / np.maximum(dp * lam * (np.minimum(cycle, T) + B * balanced), 1e-300)  # rows without it: 0 / 0
+    # some rank never has one: every cycle runs to T; the clip guards the alternating sums past ~32 ranks
+    held = np.where(np.asarray(rate) > 0, np.clip(mean, 0.0, T + B), T / 2)
+    return np.where((dp > 1) & (T > 0), held, 0.0)
 
 
 def batch_wait_steps(rate: np.ndarray, timeout: np.ndarray | float, short: np.ndarray,
