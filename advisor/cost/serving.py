@@ -188,7 +188,8 @@ def adp_balance_wait_steps(rate: np.ndarray, dp: np.ndarray, timeout: np.ndarray
     for k in range(1, int(np.max(dp, initial=1)) + 1):
         sign = (-1.0) ** (k + 1)
         c_n1, c_n = c_n1 * np.maximum(dp - k, 0) / k, c_n * np.maximum(dp - k + 1, 0) / k
-        waits = waits + sign * c_n1 * t_exp(k * lam)  # int t (1 - q^(n-1)): 1 - q^(n-1) = sum_k>=1 ...
+        # 1 - q^(n-1) = sum_k C(n-1, k) (-1)^(k+1) e^(-k rate t), and likewise for the other two integrals
+        waits = waits + sign * c_n1 * t_exp(k * lam)  # int_0^T t (1 - q^(n-1)) dt
         cycle = cycle + sign * c_n * -np.expm1(-k * lam * T) / (k * lam)  # E[min(T, M)]
         bal = bal + sign * c_n2 * t_exp(k * lam)  # int t e^(-rate t) q^(n-2): C(n-2, k-1) (-1)^(k-1)
         c_n2 = c_n2 * np.maximum(dp - 1 - k, 0) / k
