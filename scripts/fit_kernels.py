@@ -134,10 +134,14 @@ def gemm_rows(src: Path) -> list[dict[str, Any]]:
 
 
 def attention_rows(src: Path) -> list[dict[str, Any]]:
-    """Decode attention by the KV dtype's default kernel on each GPU; context = step + 1. Rows whose KV lies
-    between 8 and 256 MB partly hit L2 in the collector (no flush) and are left out."""
+    """Decode attention by the KV dtype's default kernel on each GPU, grouped by KV dtype and the kernel family of
+    the GPU's generation (`kernels.attention_group`); context = step + 1. Rows whose KV lies between 8 and 256 MB
+    partly hit L2 in the collector (no flush) and are left out."""
+    from advisor.cost.kernels import attention_group
+
     out = []
     for gpu in GPUS:
+        sm = tomllib.loads((REPO / "hwprofiles" / f"{gpu}.toml").read_text())["gpu"]["sm"]
         table = read_table(src, gpu, "attention_generation")
         kernel = default_kernel(table, "kv_cache_dtype")
         for r in table:
@@ -151,16 +155,21 @@ def attention_rows(src: Path) -> list[dict[str, Any]]:
             kv = b * ctx_e * g * d * 2 * b_kv
             if 8e6 < kv < 256e6:
                 continue
-            out.append({"gpu": gpu, "kv": r["kv_cache_dtype"], "b": b, "ctx": ctx_e, "h": int(r["num_heads"]),
+            out.append({"gpu": gpu, "kv": attention_group(r["kv_cache_dtype"], sm), "b": b, "ctx": ctx_e,
+                        "h": int(r["num_heads"]),
                         "g": g, "d": d, "b_kv": b_kv, "lat_us": float(r["latency_ms"]) * 1e3})
     return sample(out, SAMPLE)
 
 
 def prefill_rows(src: Path) -> list[dict[str, Any]]:
     """Prefill attention over whole prompts (no prefix, no sliding window), by the kernel vLLM runs by default
-    on each GPU: the table's most common kernel there (FA3 on H100, FlashInfer TRT-LLM prefill on B200)."""
+    on each GPU: the table's most common kernel there (FA3 on H100, FlashInfer TRT-LLM prefill on B200), grouped
+    by KV dtype and that kernel family (`kernels.attention_group`)."""
+    from advisor.cost.kernels import attention_group
+
     out = []
     for gpu in GPUS:
+        sm = tomllib.loads((REPO / "hwprofiles" / f"{gpu}.toml").read_text())["gpu"]["sm"]
         rows = [r for r in read_table(src, gpu, "attention_context")
                 if r["step"] == "0" and int(r.get("window_size") or 0) == 0]
         if not rows:
@@ -170,7 +179,7 @@ def prefill_rows(src: Path) -> list[dict[str, Any]]:
             if r["kernel_source"] != kernel:
                 continue
             b, isl, d = int(r["batch_size"]), int(r["isl"]), int(r["head_dim"])
-            out.append({"gpu": gpu, "kv": r["kv_cache_dtype"], "tokens": b * isl, "ctx": isl / 2,
+            out.append({"gpu": gpu, "kv": attention_group(r["kv_cache_dtype"], sm), "tokens": b * isl, "ctx": isl / 2,
                         "h": int(r["num_heads"]), "g": int(r["num_key_value_heads"]), "d": d,
                         "b_kv": 1.0 if r["kv_cache_dtype"] == "fp8" else 2.0, "lat_us": float(r["latency_ms"]) * 1e3})
     return sample(out, SAMPLE)

@@ -245,9 +245,9 @@ def _attention(arch: ModelArch, plan: Plan, b_kv: float, sm: str) -> dict[str, f
         if g.index_bytes_per_token:
             out["index_bytes"], out["index_topk"] = float(g.index_bytes_per_token), float(g.index_topk)
     kv = "fp8" if b_kv == 1.0 else "bf16"
-    a = kernels.attention_params(kv)
+    a = kernels.attention_params(kv, sm)
     eff = kernels.mla_params(kv, sm) if out["attn_mla"] else a
-    pf = kernels.prefill_params(kv)
+    pf = kernels.prefill_params(kv, sm)
     pre_e_f = kernels.mla_prefill_params(kv)["e_f"] if out["attn_mla"] else pf["e_f"]
     return {**out, "b_kv": b_kv, "attn_t0_us": a["t0_us"], "attn_e_bw": eff["e_bw"], "attn_e_f": eff["e_f"],
             "pre_t0_us": pf["t0_us"], "pre_e_bw": pf["e_bw"], "pre_e_f": pre_e_f}

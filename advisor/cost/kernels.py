@@ -5,9 +5,9 @@ latencies on seven GPUs (`kernel_params.json`, written by `scripts/fit_kernels.p
 Every model is `t = t0 + (tw^p + tc^p)^(1/p)`: a fixed latency (launches, the kernel chain's small
 kernels), a memory time at a fraction `e_bw` of the spec-sheet bandwidth and a compute time at a fraction
 `e_f` of the spec-sheet peak of the dtype the kernel computes in, joined by a p-norm (p = 1: they add,
-p -> inf: the larger wins). Parameters are per weight format (or KV dtype; for the fused MoE, per format and
-the kernel family its GPU generation runs, `MOE_FAMILY`), shared by every GPU, so a GPU never measured is
-predicted from its spec sheet.
+p -> inf: the larger wins). Parameters are per weight format (or KV dtype; for the fused MoE and decode
+attention, per format and the kernel family its GPU generation runs, `MOE_FAMILY`, `ATTENTION_FAMILY`), shared
+by every GPU, so a GPU never measured is predicted from its spec sheet.
 
 - GEMM `[m, k] x [k, n]` (vLLM `layers/linear.py`): tw = (n k b_w + 2 m (n + k)) / bw (weights + BF16
   activations); tc = 2 (m + m_h) n k / peak (m_h: the M tile a small batch pads to). Inside a serving step its
@@ -16,7 +16,8 @@ predicted from its spec sheet.
   experts hold `pairs` (token, expert) pairs; tw = n_act W_e / (bw s) with s = I / (I + I_h) (a thin
   TP slice of an expert streams less efficiently); tc = (pairs + n_act m_h) 2 m_w h I / peak (each
   expert's rows padded to the block M); plus pairs h a / bw for permute / quantize / combine traffic.
-- Decode attention over a paged KV cache (FlashAttention / FlashInfer decode): tw = KV bytes / bw + L d b
+- Decode attention over a paged KV cache (FlashInfer's TRT-LLM decode on sm100, FlashAttention 3 on sm90,
+  FlashAttention 2 / FlashInfer decode elsewhere): tw = KV bytes / bw + L d b
   rho (one CTA streams one sequence's KV); tc = 4 b h L d / peak_bf16.
 - Prefill (context) attention, causal, over a prompt's own tokens (FlashAttention 3 on sm90, FlashInfer's
   TRT-LLM prefill kernel on sm100, FlashAttention elsewhere): `tokens` queries of mean context `ctx`;
@@ -141,16 +142,33 @@ def moe_params(fmt: str, native_fp4: bool, sm: str) -> dict[str, float]:
     return group_params(params()["moe"]["by_fmt"], f"{table}/{family}")
 
 
+# The decode-attention kernel vLLM runs per GPU generation (`platforms/cuda.py: get_attn_backend_cls`), as each
+# GPU's default kernel in the kernel tables shows (`scripts/fit_kernels.py: default_kernel`): FlashInfer's TRT-LLM
+# decode kernels on sm100/sm103, FlashAttention 3 on sm90; elsewhere FlashAttention 2 for a BF16 cache and
+# FlashInfer's own decode kernel for an FP8 one.
+ATTENTION_FAMILY = {"sm100": "trtllm", "sm103": "trtllm", "sm90": "fa3"}
+
+
+def attention_group(kv_dtype: str, sm: str) -> str:
+    """Decode attention's parameter group: "<kv dtype>/<kernel family>" (`ATTENTION_FAMILY`)."""
+    kv = "fp8" if kv_dtype == "fp8" else "bfloat16"
+    return f"{kv}/{ATTENTION_FAMILY.get(sm, 'flashinfer' if kv == 'fp8' else 'fa2')}"
+
+
 @cache  # pure in its string arguments; callers only read the dict
-def attention_params(kv_dtype: str) -> dict[str, float]:
-    """t0_us, e_bw, e_f, rho_ns_per_B of decode attention over a `kv_dtype` cache."""
-    return dict(params()["attention"]["by_kv"]["fp8" if kv_dtype == "fp8" else "bfloat16"])
+def attention_params(kv_dtype: str, sm: str) -> dict[str, float]:
+    """t0_us, e_bw, e_f, rho_ns_per_B of decode attention over a `kv_dtype` cache on a GPU generation `sm`
+    (`attention_group`; a family the tables never timed would take its KV dtype's median, `group_params`)."""
+    return group_params(params()["attention"]["by_kv"], attention_group(kv_dtype, sm))
 
 
-@cache  # pure in its string argument; callers only read the dict
-def prefill_params(kv_dtype: str) -> dict[str, float]:
-    """t0_us, e_bw, e_f of prefill attention with a `kv_dtype` cache."""
-    return dict(params()["prefill"]["by_kv"]["fp8" if kv_dtype == "fp8" else "bfloat16"])
+@cache  # pure in its string arguments; callers only read the dict
+def prefill_params(kv_dtype: str, sm: str) -> dict[str, float]:
+    """t0_us, e_bw, e_f of prefill attention with a `kv_dtype` cache on a GPU generation `sm`: the prefill kernel
+    of the same family as decode's (`attention_group`: FlashInfer's TRT-LLM prefill on sm100/sm103, FlashAttention
+    3 on sm90, FlashAttention 2 elsewhere; an FP8 cache there, which no prefill table times, takes the median of the
+    FP8 families, `group_params`)."""
+    return group_params(params()["prefill"]["by_kv"], attention_group(kv_dtype, sm))
 
 
 @cache  # pure in its string argument; callers only read the dict
