@@ -30,6 +30,9 @@ DEFAULT_MAX_MODEL_LEN = 32768
 DEFAULT_CONCURRENCY = 64
 DEFAULT_INPUT_LEN = 1024
 DEFAULT_OUTPUT_LEN = 1024
+# TensorRT-LLM `llmapi/llm_args.py: AttentionDpConfig.batching_wait_iters`: Field(default=10), the steps attention-DP
+# balancing holds context requests once every rank has one (`cost/serving.py: adp_balance_wait_steps`)
+TRTLLM_ADP_BATCHING_WAIT_ITERS = 10
 
 Sampler = Literal["sort", "triton", "v2"]
 Printed = Literal["blocks", "concurrency"]

@@ -42,8 +42,13 @@ COMPUTE = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4",
 NONGATED = {(2688, 1856, 6, 128), (4096, 2688, 22, 512), (2048, 5120, 22, 512), (1024, 2688, 22, 512)}  # relu2
 
 
+def gpu_section(gpu: str) -> dict[str, Any]:
+    """The `[gpu]` table of the GPU's shipped hardware profile."""
+    return tomllib.loads((REPO / "hwprofiles" / f"{gpu}.toml").read_text())["gpu"]
+
+
 def spec(gpu: str) -> dict[str, float]:
-    g = tomllib.loads((REPO / "hwprofiles" / f"{gpu}.toml").read_text())["gpu"]
+    g = gpu_section(gpu)
     return {"bw": g["mem_bw_bytes_per_s"], "bf16": g["bf16_dense_flops_per_s"],
             "fp8": g.get("fp8_dense_flops_per_s") or g["bf16_dense_flops_per_s"],
             "fp4": g.get("fp4_dense_flops_per_s") or g["bf16_dense_flops_per_s"]}
@@ -141,7 +146,7 @@ def attention_rows(src: Path) -> list[dict[str, Any]]:
 
     out = []
     for gpu in GPUS:
-        sm = tomllib.loads((REPO / "hwprofiles" / f"{gpu}.toml").read_text())["gpu"]["sm"]
+        sm = gpu_section(gpu)["sm"]
         table = read_table(src, gpu, "attention_generation")
         kernel = default_kernel(table, "kv_cache_dtype")
         for r in table:
@@ -169,7 +174,7 @@ def prefill_rows(src: Path) -> list[dict[str, Any]]:
 
     out = []
     for gpu in GPUS:
-        sm = tomllib.loads((REPO / "hwprofiles" / f"{gpu}.toml").read_text())["gpu"]["sm"]
+        sm = gpu_section(gpu)["sm"]
         rows = [r for r in read_table(src, gpu, "attention_context")
                 if r["step"] == "0" and int(r.get("window_size") or 0) == 0]
         if not rows:
@@ -249,7 +254,7 @@ def mla_rows(src: Path) -> list[dict[str, Any]]:
         slope = np.polyfit(x, y, 1)[0] * 1e6  # ns per context token
         if slope <= 0:
             continue
-        sm = tomllib.loads((REPO / "hwprofiles" / f"{gpu}.toml").read_text())["gpu"]["sm"]
+        sm = gpu_section(gpu)["sm"]
         cls = ("native" if sm in NATIVE_MLA_SM else "triton") + "/" + ("fp8" if kv == "fp8" else "bfloat16")
         out.append({"gpu": gpu, "cls": cls, "b": b, "h": h, "b_kv": 1.0 if kv == "fp8" else 2.0,
                     "lat_us": slope})  # the fitted target: ns per context token

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from advisor.calibrate.columns import COLUMNS, METRICS, REQUIRED_COLUMNS
-from advisor.engines import KvDtype
+from advisor.engines import TRTLLM_ADP_BATCHING_WAIT_ITERS, KvDtype
 from advisor.errors import AdvisorError
 
 WeightDtype = Literal["bf16", "fp8", "int4", "nvfp4", "mxfp4"]
@@ -117,9 +117,9 @@ class Measurement(BaseModel):
     """TensorRT-LLM's `attention_dp_config.timeout_iters` with `enable_balance: true`: context requests are held
     until every attention-DP rank has one or this many steps were counted (`cost/serving.py:
     adp_balance_wait_steps`); 0 (empty): balancing off, the engine's default."""
-    adp_batching_wait_iters: int = Field(default=10, ge=0)
+    adp_batching_wait_iters: int = Field(default=TRTLLM_ADP_BATCHING_WAIT_ITERS, ge=0)
     """TensorRT-LLM's `attention_dp_config.batching_wait_iters`: further steps to hold them once every rank has
-    one; 10 (empty): the engine's default (`llmapi/llm_args.py: AttentionDpConfig`)."""
+    one; empty: the engine's default (`engines.TRTLLM_ADP_BATCHING_WAIT_ITERS`)."""
     mem_fraction: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
     """The share of GPU memory the engine was told to use: vLLM `--gpu-memory-utilization`, SGLang
     `--mem-fraction-static` (`cost/budget.py`); None (empty): the engine's default. Not TensorRT-LLM's

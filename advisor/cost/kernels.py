@@ -5,9 +5,9 @@ latencies on seven GPUs (`kernel_params.json`, written by `scripts/fit_kernels.p
 Every model is `t = t0 + (tw^p + tc^p)^(1/p)`: a fixed latency (launches, the kernel chain's small
 kernels), a memory time at a fraction `e_bw` of the spec-sheet bandwidth and a compute time at a fraction
 `e_f` of the spec-sheet peak of the dtype the kernel computes in, joined by a p-norm (p = 1: they add,
-p -> inf: the larger wins). Parameters are per weight format (or KV dtype; for the fused MoE and decode
-attention, per format and the kernel family its GPU generation runs, `MOE_FAMILY`, `ATTENTION_FAMILY`), shared
-by every GPU, so a GPU never measured is predicted from its spec sheet.
+p -> inf: the larger wins). Parameters are per weight format (or KV dtype; for the fused MoE and decode and
+prefill attention, per format and the kernel family its GPU generation runs, `MOE_FAMILY`, `ATTENTION_FAMILY`),
+shared by every GPU, so a GPU never measured is predicted from its spec sheet.
 
 - GEMM `[m, k] x [k, n]` (vLLM `layers/linear.py`): tw = (n k b_w + 2 m (n + k)) / bw (weights + BF16
   activations); tc = 2 (m + m_h) n k / peak (m_h: the M tile a small batch pads to). Inside a serving step its

@@ -69,6 +69,7 @@ import numpy as np
 
 from advisor.cost.features import Features
 from advisor.cost.terms import Terms
+from advisor.engines import TRTLLM_ADP_BATCHING_WAIT_ITERS
 
 # step(decode tokens, their mean context, prefill tokens, their mean context, sampled rows) -> breakdown
 StepFn = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], dict[str, np.ndarray]]
@@ -84,7 +85,7 @@ class RunOptions(NamedTuple):
     batch_wait_ratio: np.ndarray | float = 0.0  # TensorRT-LLM batch_wait_max_tokens_ratio
     recv_interval: np.ndarray | float = 1.0  # SGLang --scheduler-recv-interval
     adp_timeout_iters: np.ndarray | float = 0.0  # TensorRT-LLM attention_dp_config.timeout_iters; 0: balance off
-    adp_batching_wait_iters: np.ndarray | float = 10.0  # TensorRT-LLM attention_dp_config.batching_wait_iters
+    adp_batching_wait_iters: np.ndarray | float = float(TRTLLM_ADP_BATCHING_WAIT_ITERS)  # its batching_wait_iters
 
 
 @dataclass(frozen=True)
