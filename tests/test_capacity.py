@@ -25,6 +25,11 @@ def _rank(advisor, *args: str) -> list[dict]:
     return [d for d in json.loads(r.out) if d["rank"]]
 
 
+def _plan(ranked: dict) -> Plan:
+    """The plan a ranked result chose (every parallel size, pipeline stages included)."""
+    return Plan(**{k: ranked["plan"][k] for k in ("tp", "pp", "dp", "ep")})
+
+
 def _by_hand(model: str, plan: Plan, max_tpot_ms: float | None = None, max_ttft_ms: float | None = None
              ) -> tuple[int, float, np.ndarray, np.ndarray]:
     """Every integer concurrency 1..1024 predicted for one plan under the shipped terms; the most users within the
@@ -47,8 +52,7 @@ def _by_hand(model: str, plan: Plan, max_tpot_ms: float | None = None, max_ttft_
 
 def test_users_at_a_tpot_target_match_every_concurrency_predicted(advisor) -> None:
     (mm,) = [d for d in _rank(advisor, MINIMAX, "--max-tpot-ms", "50")]
-    users, tok_s, tpot, _ = _by_hand(MINIMAX, Plan(tp=mm["plan"]["tp"], ep=mm["plan"]["ep"], dp=mm["plan"]["dp"]),
-                                     max_tpot_ms=50)
+    users, tok_s, tpot, _ = _by_hand(MINIMAX, _plan(mm), max_tpot_ms=50)
     assert 1 < users < 1024
     assert mm["max_users_at_slo"] == users and mm["binding_limit"] == "TPOT"
     assert tpot[users - 1] <= 50 < tpot[users]  # the next user breaks the target
@@ -57,7 +61,7 @@ def test_users_at_a_tpot_target_match_every_concurrency_predicted(advisor) -> No
 
 def test_the_binding_limit_is_the_one_the_next_user_breaks(advisor) -> None:
     (mm,) = _rank(advisor, MINIMAX, "--max-tpot-ms", "50", "--max-ttft-ms", "150")
-    plan = Plan(tp=mm["plan"]["tp"], ep=mm["plan"]["ep"], dp=mm["plan"]["dp"])
+    plan = _plan(mm)
     users, _, tpot, ttft = _by_hand(MINIMAX, plan, 50, 150)
     assert mm["max_users_at_slo"] == users
     nxt = users  # index of the first user past the limits
