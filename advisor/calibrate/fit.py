@@ -1,7 +1,8 @@
 """Fit the efficiency terms (advisor.cost.terms) of one (hardware, engine) to measured rows.
 
 Method: scipy.optimize.least_squares (method "trf", bounds `terms.BOUNDS`) on the log-residuals
-log(predicted / measured) of TTFT, TPOT and output tok/s, plus one soft-prior residual per fitted term,
+log(predicted / measured) of TTFT, TPOT and output tok/s (Cauchy loss, tighter on TTFT than on the rest:
+`calibrate/loss.py`), plus one soft-prior residual per fitted term,
 PRIOR_WEIGHT * (log(x + s) - log(x0 + s)), pulling it toward its `Terms()` default (s = 0 for efficiencies,
 s = x0 for the overheads so that they may reach 0). A term the rows cannot inform is refused and kept at
 its prior. Cross-validation: k-fold grouped by model (k = min(5, models)) when >= 3 models, otherwise
@@ -16,6 +17,8 @@ from typing import NoReturn
 
 import numpy as np
 
+from advisor.calibrate.loss import F_SCALE, heavy_tailed, robust_loss
+from advisor.calibrate.loss import NAME as LOSS_NAME
 from advisor.calibrate.measurements import Measurement
 from advisor.calibrate.predict_rows import METRIC_KEYS, Bucket, run_bucket
 from advisor.calibrate.report import metric_summary
@@ -28,10 +31,8 @@ NAMES = tuple(BOUNDS)
 MIN_ROWS = {"bw_scale": 2, "step_overhead_us": 3, "layer_overhead_us": 3,
             "comm_latency_scale": 3, "request_overhead_us": 3, "bench_wave_share": 3}
 LOO_MAX_ROWS = 40  # above this, leave-one-row-out costs one fit per row; folds of configurations instead
-LOSS = "soft_l1"  # robust: a few rows the physics misses (queueing, outliers) do not drag every term
-F_SCALE = 0.25  # residual (log ratio) beyond which the loss grows linearly: ~28% error
 METHOD = ("scipy.optimize.least_squares(method='trf', bounds=terms.BOUNDS) on log(pred/meas) of ttft_ms, "
-          f"tpot_ms, output_tok_s, loss {LOSS} (f_scale {F_SCALE}); soft log-priors toward Terms() defaults, "
+          f"tpot_ms, output_tok_s, loss {LOSS_NAME}; soft log-priors toward Terms() defaults, "
           f"weight {PRIOR_WEIGHT}")
 
 
@@ -155,8 +156,8 @@ def _solve(b: Bucket, active: list[str], prior: Terms) -> Terms:
     hi = np.array([BOUNDS[k][1] for k in active])
     x0 = np.clip([base[k] for k in active], lo + 1e-6 * (hi - lo), hi - 1e-6 * (hi - lo))
     scale = np.maximum(np.abs(x0), 0.01 * (hi - lo))
-    sol = least_squares(residuals, x0, bounds=(lo, hi), method="trf", x_scale=scale, diff_step=1e-3, loss=LOSS,
-                        f_scale=F_SCALE, max_nfev=200)
+    sol = least_squares(residuals, x0, bounds=(lo, hi), method="trf", x_scale=scale, diff_step=1e-3,
+                        loss=robust_loss(heavy_tailed([meas], len(active))), f_scale=F_SCALE, max_nfev=200)
     return terms_of(sol.x)
 
 

@@ -4,9 +4,10 @@ GPU a deviation shrunk toward them. A GPU with no rows gets the engine-wide term
 Each term lives in a bounded logit space, v = lo + (hi - lo) sigmoid(z). The engine-wide z_g carries a soft
 prior toward `Terms()` (PRIOR_WEIGHT per term, ~ one 30% error on one measured value); a GPU's value is
 z_g + d_h with a shrinkage penalty SHRINK d_h (a deviation of 1 in logit space costs as much as ~2 rows 50%
-off). The loss is soft-L1 on log(predicted / measured) of TTFT, TPOT and output tok/s over every row
-(`scipy.optimize.least_squares`, trf; the Jacobian's block structure is passed so that a GPU's deviations are
-differenced together). A term the rows cannot inform keeps its prior (engine-wide) or no deviation (per GPU).
+off). The loss is on log(predicted / measured) of TTFT, TPOT and output tok/s over every row, Cauchy at a tighter
+scale on TTFT than on the rest (`calibrate/loss.py`; `scipy.optimize.least_squares`, trf; the Jacobian's block
+structure is passed so that a GPU's deviations are differenced together). A term the rows cannot inform keeps
+its prior (engine-wide) or no deviation (per GPU).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import NoReturn
 
 import numpy as np
 
+from advisor.calibrate.loss import F_SCALE, heavy_tailed, robust_loss
+from advisor.calibrate.loss import NAME as LOSS_NAME
 from advisor.calibrate.predict_rows import METRIC_KEYS, Bucket, run_bucket
 from advisor.cost.terms import BOUNDS, Terms
 
@@ -23,9 +26,8 @@ Key = tuple[str, str]
 NAMES = tuple(BOUNDS)
 PRIOR_WEIGHT = 0.3
 SHRINK = 0.5
-LOSS, F_SCALE = "soft_l1", 0.25
 MIN_ROWS = 3
-METHOD = ("scipy.optimize.least_squares (trf, soft_l1, f_scale 0.25) on log(pred/meas) of ttft_ms, tpot_ms, "
+METHOD = (f"scipy.optimize.least_squares (trf, {LOSS_NAME}) on log(pred/meas) of ttft_ms, tpot_ms, "
           f"output_tok_s over every GPU of the engine; engine-wide terms with a prior toward Terms() (weight "
           f"{PRIOR_WEIGHT}) and per-GPU deviations shrunk toward them (weight {SHRINK}), in bounded logit space")
 
@@ -114,7 +116,8 @@ class PooledCalibrator:
                 i = keys.index(k)
                 J[offsets[i]:offsets[i + 1], len(g_names) + j] = 1
             J[offsets[-1]:, :] = np.eye(n_par, dtype=np.int8)
-            sol = least_squares(residuals, z0, method="trf", loss=LOSS, f_scale=F_SCALE, diff_step=1e-3,
+            loss = robust_loss(heavy_tailed([meas[k] for k in keys], n_par))
+            sol = least_squares(residuals, z0, method="trf", loss=loss, f_scale=F_SCALE, diff_step=1e-3,
                                 jac_sparsity=J.tocsr(), max_nfev=200)
             x = sol.x
         else:
