@@ -68,7 +68,7 @@ def test_latency_comparison_names_the_step_term_that_differs_most(advisor) -> No
     # the term that would change #1's step most if it took #2's value
     top = max(b1, key=lambda k: abs((step + b2[k] - b1[k]) / step - 1))
     words = {"weights": "reading weights", "kv": "reading KV cache", "compute": "compute",
-             "comm": "communication", "overhead": "fixed per-layer/step overhead"}
+             "comm": "communication", "overhead": "fixed latency (kernel floors, per-layer and per-step time)"}
     line = _compare_line(advisor("rank", MINIMAX, KIMI).out)
     assert f"the largest difference is {words[top]}: {b1[top]:.1f} vs {b2[top]:.1f} ms per decode step" in line
     assert "users" not in line.split("(then")[0]  # one user each: not a cause

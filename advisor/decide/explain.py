@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from advisor.decide.query import Query
 
 WORD = {"weights": "reading weights", "kv": "reading KV cache", "compute": "compute",
-        "comm": "communication", "overhead": "fixed per-layer/step overhead"}
+        "comm": "communication", "overhead": "fixed latency (kernel floors, per-layer and per-step time)"}
 
 
 def plan_constraints(best: Case, cases: list[Case], hw: HardwareProfile) -> list[str]:
