@@ -1,5 +1,5 @@
 """The calibration fits' robust loss (`advisor/calibrate/loss.py`): Cauchy, a tight scale on TTFT residuals and a
-wide one on the rest, checked by hand and on the synthetic grid of test_calibrate with stalled TTFT rows."""
+wide one on the rest, checked by hand and on the synthetic grid of test_calibrate with stalled TTFT and TPOT rows."""
 
 from __future__ import annotations
 
