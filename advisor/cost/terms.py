@@ -44,7 +44,8 @@ class Terms(BaseModel):
     """Multiplier on the profile's measured collective times (nccl-tests run one collective in a loop;
     inside a forward, with compute between calls, the floor can differ: 36-45 us measured inside engines on
     8x PCIe vs ~25 us in nccl-tests, SGLang PR #32479, local-inference-lab/b12x PR #139). Prior 1; bounded by
-    that evidence (`BOUNDS`)."""
+    that evidence (`BOUNDS`). It scales the whole time, bandwidth part included: scaling only the floor, or
+    adding a fitted wait per call instead, transferred worse to a GPU held out (README, Calibration)."""
 
 
 BOUNDS: dict[str, tuple[float, float]] = {
