@@ -243,3 +243,22 @@ def test_a_rows_kv_cache_dtype_sizes_its_cache() -> None:
     _, buckets = prepare(rows)
     (bucket,) = buckets.values()
     assert sorted(float(x) for x in bucket.features.kv_full) == [35_136.0, 70_272.0]
+
+
+def test_a_shipped_file_with_a_term_this_version_lacks_is_one_clear_error(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # a shipped calibration written before a term was renamed (here the wave share under an old name): one line
+    # naming the file, the field and the fix, not a pydantic traceback
+    import advisor.calibrate.store as store
+    from advisor.errors import AdvisorError
+
+    doc = json.loads((REPO / "advisor/calibrations/vllm.json").read_text())
+    doc["engine_wide"]["wave_share"] = doc["engine_wide"].pop("bench_wave_share")
+    (tmp_path / "vllm.json").write_text(json.dumps(doc))
+    monkeypatch.setattr(store, "SHIPPED", tmp_path)
+    with pytest.raises(AdvisorError, match=r"vllm.json: engine_wide.wave_share: Extra inputs are not permitted;"
+                                           r" .*refit_calibrations.py"):
+        store.read_pooled("vllm")
+    (tmp_path / "vllm.json").write_text("{not json")
+    with pytest.raises(AdvisorError, match="vllm.json: file: Invalid JSON"):
+        store.read_pooled("vllm")

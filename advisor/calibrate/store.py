@@ -82,10 +82,20 @@ class PooledFit(BaseModel):
 
 
 def read_pooled(engine: str) -> PooledFit | None:
+    """The shipped pooled fit of `engine` (None if there is none); one clear error when the file does not match
+    this version's terms (e.g. a term renamed since it was written)."""
     path = SHIPPED / f"{engine}.json"
     if not path.exists():
         return None
-    return PooledFit.model_validate_json(path.read_text(encoding="utf-8"))
+    try:
+        return PooledFit.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise AdvisorError(f"shipped calibration {path}: unreadable ({type(err).__name__})") from None
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "file"
+        raise AdvisorError(f"shipped calibration {path}: {where}: {first['msg']}; it does not match this "
+                           "version's terms (regenerate it: python scripts/refit_calibrations.py)") from None
 
 
 def pooled_terms(hw: HardwareProfile, engine: str) -> tuple[Terms, dict[str, Any]] | None:
