@@ -92,10 +92,17 @@ def read_pooled(engine: str) -> PooledFit | None:
     except (OSError, UnicodeDecodeError) as err:
         raise AdvisorError(f"shipped calibration {path}: unreadable ({type(err).__name__})") from None
     except ValidationError as err:
-        first = err.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"]) or "file"
-        raise AdvisorError(f"shipped calibration {path}: {where}: {first['msg']}; it does not match this "
+        where, msg, _ = _first_error(err)
+        raise AdvisorError(f"shipped calibration {path}: {where or 'file'}: {msg}; it does not match this "
                            "version's terms (regenerate it: python scripts/refit_calibrations.py)") from None
+
+
+def _first_error(err: ValidationError) -> tuple[str, str, str]:
+    """(dotted field, message, pydantic error type) of a validation error's first entry; our own validators'
+    message without pydantic's "Value error, " prefix."""
+    first = err.errors(include_url=False)[0]
+    msg = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
+    return ".".join(str(p) for p in first["loc"]), msg, first["type"]
 
 
 def pooled_terms(hw: HardwareProfile, engine: str) -> tuple[Terms, dict[str, Any]] | None:
@@ -128,10 +135,8 @@ def read_calibration(path: Path) -> Calibration:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise AdvisorError(f"--calibration {path}: not a calibration file ({type(err).__name__})") from None
     except ValidationError as err:
-        first = err.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"])
-        msg = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
-        if first["type"] == "extra_forbidden" and where.startswith("terms."):
+        where, msg, kind = _first_error(err)
+        if kind == "extra_forbidden" and where.startswith("terms."):
             msg = "a term this version no longer fits (written by an older advisor): run `advisor calibrate` again"
         raise AdvisorError(f"--calibration {path}: {f'field {where}: ' if where else ''}{msg}") from None
 
