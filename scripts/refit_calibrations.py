@@ -92,12 +92,15 @@ def main() -> int:
         doc = PooledFit(
             engine=engine, engine_wide=fit.global_,
             hardware={hw: HardwareFit(terms=fit.per_hardware_[hw], rows=fit.rows_[hw],
-                                      deviations={k: round(v, 4) for k, v in fit.deviations_[hw].items()})
+                                      deviations={k: round(v, 4) for k, v in fit.deviations_[hw].items()},
+                                      set_aside=fit.set_aside_.get(hw, []))
                       for hw in fit.per_hardware_},
             refused=fit.refused_, bounds_hit=fit.bounds_hit_, files=[f.name for f in srcs], method=METHOD,
             splits={"model": summarize(e_lomo), "hardware": summarize(e_loho)},
             residual_pct=residual, coverage=cover)
         write_atomic(SHIPPED / f"{engine}.json", doc.model_dump_json(indent=1) + "\n")
+        for hw, why in fit.set_aside_.items():
+            print(f"{engine} {hw}: left out of the fit: {'; '.join(why)}", flush=True)
         print(engine, {k: round(v, 3) for k, v in fit.global_.model_dump().items()}, "bounds hit", fit.bounds_hit_,
               "interval", residual, "coverage", cover, flush=True)
     # every engine together, the same summary as notebooks/data/held_out_before.json (the model before)

@@ -17,6 +17,7 @@ from typing import NoReturn
 
 import numpy as np
 
+from advisor.calibrate.consistency import inconsistent
 from advisor.calibrate.loss import F_SCALE, heavy_tailed, robust_loss
 from advisor.calibrate.loss import NAME as LOSS_NAME
 from advisor.calibrate.measurements import Measurement
@@ -40,6 +41,7 @@ class Calibrator:
     """Fits the terms of one (hardware, engine) bucket, scikit-learn style (method: the module docstring).
 
     `Calibrator(prior, cv=True).fit(bucket)` sets `terms_`, `fitted_`, `refused_`, `bounds_hit_`, `rows_used_`,
+    `set_aside_` (one reason per row of a sweep that contradicts itself, left out: `calibrate/consistency.py`),
     `cv_` (per-metric summaries of held-out errors), `cv_method_` and `tpot_residual_pct_` and returns itself;
     `predict(bucket)` gives ttft_ms, tpot_ms, output_tok_s [N] under `terms_`."""
 
@@ -48,6 +50,7 @@ class Calibrator:
     refused_: dict[str, str]
     bounds_hit_: list[str]
     rows_used_: int
+    set_aside_: list[str]
     cv_: dict[str, dict[str, float]]
     cv_method_: str
     tpot_residual_pct_: tuple[float, float] | None
@@ -60,6 +63,10 @@ class Calibrator:
         """Fit the terms the rows can inform (the others keep the prior), then cross-validate if asked."""
         if not bucket.index:
             raise AdvisorError("no predictable rows to fit")
+        bucket, bad = consistent(bucket)
+        self.set_aside_ = sorted(bad.values())
+        if not bucket.index:
+            raise AdvisorError(f"no rows left to fit: every sweep contradicts itself ({self.set_aside_[0]})")
         self.refused_ = refusals(bucket)
         self.fitted_ = [k for k in NAMES if k not in self.refused_]
         self.terms_ = _solve(bucket, self.fitted_, self.prior)
@@ -94,6 +101,13 @@ def subset(b: Bucket, keep: np.ndarray) -> Bucket:
     return replace(b, index=[b.index[j] for j in pos], rows=[b.rows[j] for j in pos], features=feats,
                    concurrency=b.concurrency[pos], input_len=b.input_len[pos], output_len=b.output_len[pos],
                    fixed_lengths=b.fixed_lengths[pos], options=b.options[pos])
+
+
+def consistent(b: Bucket) -> tuple[Bucket, dict[int, str]]:
+    """The bucket without the rows of sweeps that contradict themselves (`calibrate/consistency.py`), and
+    those rows (positions in the bucket) with the reason; what a fit learns from."""
+    bad = inconsistent(b.rows)
+    return (subset(b, np.array([j not in bad for j in range(len(b.rows))], bool)) if bad else b), bad
 
 
 def measured(b: Bucket) -> dict[str, np.ndarray]:

@@ -17,6 +17,7 @@ from typing import NoReturn
 
 import numpy as np
 
+from advisor.calibrate.fit import consistent
 from advisor.calibrate.loss import F_SCALE, heavy_tailed, robust_loss
 from advisor.calibrate.loss import NAME as LOSS_NAME
 from advisor.calibrate.predict_rows import METRIC_KEYS, Bucket, run_bucket
@@ -58,7 +59,8 @@ def informed(b: Bucket) -> set[str]:
 class PooledCalibrator:
     """`PooledCalibrator(prior).fit(buckets)` (buckets of one engine, keyed (hardware, engine)) sets `global_`
     (engine-wide Terms), `per_hardware_` (hardware -> Terms), `deviations_` (hardware -> {term: logit shift}),
-    `refused_` (term -> why it kept its prior), `bounds_hit_`, `rows_` (hardware -> rows) and returns self;
+    `refused_` (term -> why it kept its prior), `bounds_hit_`, `rows_` (hardware -> rows fitted), `set_aside_`
+    (hardware -> why sweeps that contradict themselves were left out, `calibrate/consistency.py`) and returns self;
     `terms_for(hardware)` gives a GPU's terms (engine-wide for one it never saw)."""
 
     global_: Terms
@@ -67,6 +69,7 @@ class PooledCalibrator:
     refused_: dict[str, str]
     bounds_hit_: list[str]
     rows_: dict[str, int]
+    set_aside_: dict[str, list[str]]
 
     def __init__(self, prior: Terms | None = None, shrink: float = SHRINK, base: Terms | None = None) -> None:
         """`base`: fixed engine-wide terms (only the per-GPU deviations are fitted), e.g. a user's own box."""
@@ -78,6 +81,9 @@ class PooledCalibrator:
         from scipy.optimize import least_squares
         from scipy.sparse import lil_matrix
 
+        cleaned = {k: consistent(b) for k, b in buckets.items()}
+        self.set_aside_ = {k[0]: sorted(set(bad.values())) for k, (_, bad) in cleaned.items() if bad}
+        buckets = {k: b for k, (b, _) in cleaned.items()}
         keys = [k for k, b in buckets.items() if b.index]
         union = set().union(*(informed(buckets[k]) for k in keys)) if keys else set()
         g_names = [] if self.base is not None else [n for n in NAMES if n in union]

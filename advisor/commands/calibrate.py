@@ -108,6 +108,7 @@ def calibrate_doc(files: list[str], hw: str, engine: str, output: Path,
     return {"output": str(output), "hardware": profile.id, "engine": engine, "terms": fit.terms_.model_dump(),
             "fitted": fit.fitted_, "refused": fit.refused_, "bounds_hit": fit.bounds_hit_, "cv": fit.cv_,
             "cv_method": fit.cv_method_, "tpot_residual_pct": fit.tpot_residual_pct_, "rows_used": fit.rows_used_,
+            "rows_set_aside": fit.set_aside_,
             "rows_rejected": rejected, "files": list(files), "engine_versions": versions, "method": cal.method,
             "warnings": warnings}
 
@@ -133,6 +134,10 @@ def _print(doc: dict[str, Any]) -> None:
     for m, s in doc["cv"].items():
         c.add_row(m, str(s["n"]), str(s.get("median_abs_pct", "-")), str(s.get("p90_abs_pct", "-")))
     console.print(c)
+    if doc["rows_set_aside"]:
+        console.print(f"rows set aside (a sweep that contradicts itself): {len(doc['rows_set_aside'])}")
+        for why in sorted(set(doc["rows_set_aside"])):
+            console.print(f"  {why}")
     console.print(f"rows rejected: {len(doc['rows_rejected'])}")
     for r in doc["rows_rejected"][:20]:
         console.print(f"  {Path(r['file']).name} row {r['row']}: {r['reason']}")
