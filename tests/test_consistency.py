@@ -87,3 +87,17 @@ def test_calibrate_cli_reports_the_rows_it_set_aside(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)
     assert doc["rows_used"] == 3 and len(doc["rows_set_aside"]) == 12
     assert any("TPOT fell from 133.319 to 71.8236 ms from 64 to 128 users" in w for w in doc["rows_set_aside"])
+
+
+def test_calibrate_with_only_contradicting_rows_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    lines = (BENCH / "silicon_dev.csv").read_text().splitlines()
+    mine = [ln for ln in lines[1:] if ln.startswith("Qwen/Qwen3-32B,gb200,trtllm,1.3.0rc1,") and ",2000,500," in ln]
+    assert len(mine) == 6
+    src = tmp_path / "bad_sweep.csv"
+    src.write_text("\n".join([lines[0], *mine]) + "\n")
+    out = tmp_path / "cal.json"
+    r = subprocess.run([sys.executable, "-m", "advisor.cli", "calibrate", str(src), "--hw", "gb200", "--engine",
+                        "trtllm", "-o", str(out), "--force"], capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "every sweep contradicts itself" in r.stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == [src]
