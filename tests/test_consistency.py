@@ -86,7 +86,9 @@ def test_calibrate_cli_reports_the_rows_it_set_aside(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["rows_used"] == 3 and len(doc["rows_set_aside"]) == 12
-    assert any("TPOT fell from 133.319 to 71.8236 ms from 64 to 128 users" in w for w in doc["rows_set_aside"])
+    reasons = [r["reason"] for r in doc["rows_set_aside"]]
+    assert any("TPOT fell from 133.319 to 71.8236 ms from 64 to 128 users" in w for w in reasons)
+    assert sorted(r["row"] for r in doc["rows_set_aside"]) == list(range(4, 16))  # data rows 4-15: the 1.3.0rc1 ones
 
 
 def test_calibrate_with_only_contradicting_rows_is_one_line_and_exit_2(tmp_path: Path) -> None:

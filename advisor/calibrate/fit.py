@@ -41,7 +41,8 @@ class Calibrator:
     """Fits the terms of one (hardware, engine) bucket, scikit-learn style (method: the module docstring).
 
     `Calibrator(prior, cv=True).fit(bucket)` sets `terms_`, `fitted_`, `refused_`, `bounds_hit_`, `rows_used_`,
-    `set_aside_` (one reason per row of a sweep that contradicts itself, left out: `calibrate/consistency.py`),
+    `set_aside_` (the rows of sweeps that contradict themselves, left out, with the reason:
+    `calibrate/consistency.py`),
     `cv_` (per-metric summaries of held-out errors), `cv_method_` and `tpot_residual_pct_` and returns itself;
     `predict(bucket)` gives ttft_ms, tpot_ms, output_tok_s [N] under `terms_`."""
 
@@ -50,7 +51,7 @@ class Calibrator:
     refused_: dict[str, str]
     bounds_hit_: list[str]
     rows_used_: int
-    set_aside_: list[str]
+    set_aside_: list[tuple[Measurement, str]]
     cv_: dict[str, dict[str, float]]
     cv_method_: str
     tpot_residual_pct_: tuple[float, float] | None
@@ -63,10 +64,11 @@ class Calibrator:
         """Fit the terms the rows can inform (the others keep the prior), then cross-validate if asked."""
         if not bucket.index:
             raise AdvisorError("no predictable rows to fit")
+        rows = bucket.rows
         bucket, bad = consistent(bucket)
-        self.set_aside_ = sorted(bad.values())
+        self.set_aside_ = [(rows[j], why) for j, why in sorted(bad.items())]
         if not bucket.index:
-            raise AdvisorError(f"no rows left to fit: every sweep contradicts itself ({self.set_aside_[0]})")
+            raise AdvisorError(f"no rows left to fit: every sweep contradicts itself ({self.set_aside_[0][1]})")
         self.refused_ = refusals(bucket)
         self.fitted_ = [k for k in NAMES if k not in self.refused_]
         self.terms_ = _solve(bucket, self.fitted_, self.prior)

@@ -108,7 +108,7 @@ def calibrate_doc(files: list[str], hw: str, engine: str, output: Path,
     return {"output": str(output), "hardware": profile.id, "engine": engine, "terms": fit.terms_.model_dump(),
             "fitted": fit.fitted_, "refused": fit.refused_, "bounds_hit": fit.bounds_hit_, "cv": fit.cv_,
             "cv_method": fit.cv_method_, "tpot_residual_pct": fit.tpot_residual_pct_, "rows_used": fit.rows_used_,
-            "rows_set_aside": fit.set_aside_,
+            "rows_set_aside": [{"file": r.file, "row": r.row, "reason": why} for r, why in fit.set_aside_],
             "rows_rejected": rejected, "files": list(files), "engine_versions": versions, "method": cal.method,
             "warnings": warnings}
 
@@ -136,7 +136,7 @@ def _print(doc: dict[str, Any]) -> None:
     console.print(c)
     if doc["rows_set_aside"]:
         console.print(f"rows set aside (a sweep that contradicts itself): {len(doc['rows_set_aside'])}")
-        for why in sorted(set(doc["rows_set_aside"])):
+        for why in sorted({r["reason"] for r in doc["rows_set_aside"]}):
             console.print(f"  {why}")
     console.print(f"rows rejected: {len(doc['rows_rejected'])}")
     for r in doc["rows_rejected"][:20]:
