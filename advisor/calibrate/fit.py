@@ -30,8 +30,7 @@ from advisor.errors import AdvisorError
 PRIOR_WEIGHT = 0.3  # one prior residual ~ a 30% error on one measured value; design choice (issue 6)
 NAMES = tuple(BOUNDS)
 MIN_ROWS = {"bw_scale": 2, "step_overhead_us": 3, "layer_overhead_us": 3,
-            "comm_latency_scale": 3, "request_overhead_us": 3, "bench_wave_share": 3,
-            "first_chunk_steps": 3}
+            "comm_latency_scale": 3, "request_overhead_us": 3, "bench_wave_share": 3}
 LOO_MAX_ROWS = 40  # above this, leave-one-row-out costs one fit per row; folds of configurations instead
 METHOD = ("scipy.optimize.least_squares(method='trf', bounds=terms.BOUNDS) on log(pred/meas) of ttft_ms, "
           f"tpot_ms, output_tok_s, loss {LOSS_NAME}; soft log-priors toward Terms() defaults, "
@@ -126,14 +125,12 @@ def refusals(b: Bucket) -> dict[str, str]:
               "layer_overhead_us": len(decode),
               "comm_latency_scale": sum(1 for r in decode if r.tp * r.dp > 1),
               "request_overhead_us": sum(1 for r in b.rows if r.ttft_ms),
-              "bench_wave_share": sum(1 for r in b.rows if r.ttft_ms and r.concurrency > 1),
-              "first_chunk_steps": sum(1 for r in b.rows if r.ttft_ms)}
+              "bench_wave_share": sum(1 for r in b.rows if r.ttft_ms and r.concurrency > 1)}
     what = {"bw_scale": "rows with TPOT or tok/s", "step_overhead_us": "rows with TPOT or tok/s",
             "layer_overhead_us": "rows with TPOT or tok/s",
             "comm_latency_scale": "rows with TP x DP > 1 and TPOT or tok/s",
             "request_overhead_us": "rows with TTFT",
-            "bench_wave_share": "rows with TTFT at concurrency > 1",
-            "first_chunk_steps": "rows with TTFT"}
+            "bench_wave_share": "rows with TTFT at concurrency > 1"}
     out = {k: f"only {counts[k]} {what[k] if counts[k] != 1 else what[k].replace('rows', 'row', 1)} "
               f"(need {MIN_ROWS[k]}); kept at prior"
            for k in NAMES if counts[k] < MIN_ROWS[k]}

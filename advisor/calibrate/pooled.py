@@ -52,7 +52,7 @@ def informed(b: Bucket) -> set[str]:
     multi = sum(1 for r in rows if (r.tpot_ms or r.output_tok_s) and r.tp * r.dp > 1)
     counts = {"bw_scale": decode, "layer_overhead_us": decode, "step_overhead_us": decode,
               "request_overhead_us": ttft, "comm_latency_scale": multi,
-              "bench_wave_share": ttft, "first_chunk_steps": ttft}
+              "bench_wave_share": ttft}
     return {k for k, n in counts.items() if n >= MIN_ROWS}
 
 

@@ -121,11 +121,10 @@ def kv_capacity(F: Features, occupied_tokens: np.ndarray) -> np.ndarray:
 
 def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency: np.ndarray,
           input_len: np.ndarray, output_len: np.ndarray, share: float | np.ndarray = 0.0,
-          options: RunOptions = RunOptions(), first_chunk_steps: float = 0.0) -> dict[str, np.ndarray]:
+          options: RunOptions = RunOptions()) -> dict[str, np.ndarray]:
     """TTFT, TPOT, tok/s for `concurrency` closed-loop users with fixed lengths (arrays broadcast to
     [P, C, L]); also the running requests, the decode step's breakdown and the prefill share of a step.
-    `options`: batch waiting and the receive interval the run set (module docstring); `first_chunk_steps`:
-    decode steps a benchmark client waits for its first text (`Terms.first_chunk_steps`, 0 for a deployment)."""
+    `options`: batch waiting and the receive interval the run set (module docstring)."""
     users = np.ceil(concurrency / F.dp)
     running = np.maximum(np.minimum(users, kv_capacity(F, input_len + output_len / 2)), 1.0)
     decodes = np.maximum(output_len - 1, 0)
@@ -151,8 +150,6 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
     polled = (np.maximum(options.recv_interval, 1.0) - 1) / 2 * t_dec * (1 - (1 - s) * steady[2])
     ttft_run = (1 - s) * (steady[1] + held) + waves + polled + terms.request_overhead_us * 1e-6
     lifetime = ttft_run + decodes * tpot
-    # the tokens decoded before the client's first text are part of the lifetime already, not added to it
-    ttft_run = ttft_run + first_chunk_steps * tpot
     queued = np.maximum(users / running - 1, 0)
     active = np.minimum(concurrency, F.dp * running)  # idle DP ranks run dummy forwards, serve no one
     shape = np.broadcast_shapes(np.shape(tpot), np.shape(ttft_run), np.shape(active))

@@ -40,20 +40,6 @@ class Terms(BaseModel):
     steady state (share 0). Prior 0.5: no knowledge either way; fitted per engine. Rows with equal lengths
     under a prefill-first scheduler are waves throughout (`cost/serving.py: wave_share`) and do not use it."""
 
-    first_chunk_steps: float = Field(2.0, ge=0)
-    """Of a measured benchmark, not of the engine: decode steps between the first token and the first text the
-    client sees. Benchmark clients time the first chunk with text (InferenceX `utils/bench_serving/
-    benchmark_serving.py: async_request_openai_completions`), the engines send the first token at once and then
-    one chunk per `stream_interval` tokens (TensorRT-LLM `pyexecutor/py_executor.py: _handle_responses` at
-    `py_decoding_iter == 1`; SGLang when `len(output_ids) % stream_interval == 1`), and the InferenceX scripts
-    stream every 10-50 tokens (TensorRT-LLM `stream_interval` 10-20, SGLang `--stream-interval` 10-50): a first
-    token that decodes to no text (a special token the detokenizer skips) shows N steps later. At up to 8 users
-    the measured TTFT beyond the modelled one is 9-34 TPOTs on most runs that stream every 10-50 tokens
-    (DeepSeek, GLM-5 and Qwen3.5 on SGLang and TensorRT-LLM, gpt-oss-120b on TensorRT-LLM), whose excess in ms
-    differs 5x, and 3-6 on vLLM's runs, which stream every token (`scripts/ttft_floor.py`). The rows do not
-    record the interval, so the steps are fitted per engine. Predictions for a deployment (stream_interval 1,
-    the engines' default) leave them out. Prior 2 steps."""
-
     comm_latency_scale: float = Field(1.0, gt=0)
     """Multiplier on the profile's measured collective times (nccl-tests run one collective in a loop;
     inside a forward, with compute between calls, the floor can differ: 36-45 us measured inside engines on
@@ -72,5 +58,4 @@ BOUNDS: dict[str, tuple[float, float]] = {
     # a model held out inherited it (H100 SGLang TTFT 19% -> 10% held out once bounded)
     "comm_latency_scale": (0.5, 1.8),
     "bench_wave_share": (0.0, 1.0),
-    "first_chunk_steps": (0.0, 60.0),
 }

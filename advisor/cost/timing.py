@@ -17,8 +17,8 @@ def predict(F: Features, hw: HardwareProfile, terms: Terms, engine: str, budget:
             fixed_lengths: np.ndarray | bool = False, options: RunOptions = RunOptions()) -> dict[str, np.ndarray]:
     """TTFT, TPOT, tok/s, running requests and the step breakdown (arrays broadcast to [P, C, L]); `benchmark`:
     as a closed-loop benchmark run measures them (its synchronized rounds included, `fixed_lengths` where every
-    request had the same lengths, and the steps its client waits for a first text), else the steady state of a
-    deployment; `options`: the run's scheduling options (engine defaults unless given)."""
+    request had the same lengths), else the steady state of a deployment; `options`: the run's scheduling
+    options (engine defaults unless given)."""
     comm = comm_fn(hw, engine)
 
     spec = bool(np.any(F.spec_k > 0))
@@ -37,5 +37,4 @@ def predict(F: Features, hw: HardwareProfile, terms: Terms, engine: str, budget:
 
     sched = scheduler(engine, budget)
     share = wave_share(terms.bench_wave_share, sched, fixed_lengths) if benchmark else 0.0
-    return serve(F, terms, step, sched, concurrency, input_len, output_len, share, options,
-                 terms.first_chunk_steps if benchmark else 0.0)
+    return serve(F, terms, step, sched, concurrency, input_len, output_len, share, options)
