@@ -262,3 +262,13 @@ def test_a_shipped_file_with_a_term_this_version_lacks_is_one_clear_error(tmp_pa
     (tmp_path / "vllm.json").write_text("{not json")
     with pytest.raises(AdvisorError, match="vllm.json: file: Invalid JSON"):
         store.read_pooled("vllm")
+
+
+def test_a_term_counts_as_at_its_bound_only_within_a_thousandth_of_its_range() -> None:
+    from advisor.cost.terms import at_bound
+
+    # request_overhead_us spans 0-2,000,000 us: 2,000 us is the edge, 19 ms a value the data chose
+    assert at_bound("request_overhead_us", 1_999.0) and not at_bound("request_overhead_us", 19_000.0)
+    # layer_overhead_us spans 0-500 us: TensorRT-LLM's engine-wide 6 us is fitted, not pushed to zero
+    assert at_bound("layer_overhead_us", 0.4) and not at_bound("layer_overhead_us", 6.0)
+    assert at_bound("bw_scale", 1.4995) and at_bound("bw_scale", 0.5) and not at_bound("bw_scale", 1.49)

@@ -24,7 +24,7 @@ from advisor.calibrate.measurements import Measurement
 from advisor.calibrate.predict_rows import METRIC_KEYS, Bucket, run_bucket
 from advisor.calibrate.report import metric_summary
 from advisor.cost.features import Features
-from advisor.cost.terms import BOUNDS, Terms
+from advisor.cost.terms import BOUNDS, Terms, at_bound
 from advisor.errors import AdvisorError
 
 PRIOR_WEIGHT = 0.3  # one prior residual ~ a 30% error on one measured value; design choice (issue 6)
@@ -73,8 +73,7 @@ class Calibrator:
         self.fitted_ = [k for k in NAMES if k not in self.refused_]
         self.terms_ = _solve(bucket, self.fitted_, self.prior)
         vals = self.terms_.model_dump()
-        self.bounds_hit_ = [k for k in self.fitted_ if min(vals[k] - BOUNDS[k][0], BOUNDS[k][1] - vals[k])
-                            <= 0.01 * (BOUNDS[k][1] - BOUNDS[k][0])]
+        self.bounds_hit_ = [k for k in self.fitted_ if at_bound(k, vals[k])]
         self.rows_used_ = len(bucket.index)
         self.cv_, self.cv_method_, self.tpot_residual_pct_ = {}, "not run", None
         if self.cv:

@@ -21,7 +21,7 @@ from advisor.calibrate.fit import consistent
 from advisor.calibrate.loss import F_SCALE, heavy_tailed, robust_loss
 from advisor.calibrate.loss import NAME as LOSS_NAME
 from advisor.calibrate.predict_rows import METRIC_KEYS, Bucket, run_bucket
-from advisor.cost.terms import BOUNDS, Terms
+from advisor.cost.terms import BOUNDS, Terms, at_bound
 
 Key = tuple[str, str]
 NAMES = tuple(BOUNDS)
@@ -134,7 +134,7 @@ class PooledCalibrator:
                             for k in keys}
         self.refused_ = {} if self.base is not None else {
             n: f"no GPU has {MIN_ROWS} rows that measure it; kept at the prior" for n in NAMES if n not in union}
-        self.bounds_hit_ = [n for n in g_names if _at_bound(n, getattr(self.global_, n))]
+        self.bounds_hit_ = [n for n in g_names if at_bound(n, getattr(self.global_, n))]
         self.rows_ = {k[0]: len(buckets[k].index) for k in keys}
         return self
 
@@ -149,8 +149,3 @@ class PooledCalibrator:
 
 def _measured(b: Bucket) -> dict[str, np.ndarray]:
     return {m: np.array([getattr(r, m) or np.nan for r in b.rows], float) for m in METRIC_KEYS}
-
-
-def _at_bound(name: str, v: float) -> bool:
-    lo, hi = BOUNDS[name]
-    return min(v - lo, hi - v) <= 0.01 * (hi - lo)

@@ -59,3 +59,12 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "comm_latency_scale": (0.5, 1.8),
     "bench_wave_share": (0.0, 1.0),
 }
+AT_BOUND = 1e-3  # share of a term's range within which a fitted value counts as pushed onto its bound
+
+
+def at_bound(name: str, value: float) -> bool:
+    """Whether a fitted term sits on a bound of `BOUNDS` (within AT_BOUND of its range): what a fit reports as
+    `bounds_hit`. At 1% of the range, TensorRT-LLM's fitted per-layer time (6 us of 0-500) and a per-request
+    time of 19 ms (of 0-2,000) would have counted as pushed to zero."""
+    lo, hi = BOUNDS[name]
+    return min(value - lo, hi - value) <= AT_BOUND * (hi - lo)
