@@ -34,6 +34,22 @@ DEFAULT_OUTPUT_LEN = 1024
 # balancing holds context requests once every rank has one (`cost/serving.py: adp_balance_wait_steps`)
 TRTLLM_ADP_BATCHING_WAIT_ITERS = 10
 
+# vLLM's `--async-scheduling` became the default in v0.14.0 (PR #27614, `vllm/config/scheduler.py:
+# SchedulerConfig.async_scheduling`); SGLang's overlap scheduler and TensorRT-LLM's overlap loop are on by default
+VLLM_ASYNC_SCHEDULING_SINCE = 14
+
+
+def scheduled_ahead(engine: str, version: str | None = None) -> int:
+    """Steps an engine's scheduler prepares ahead of the GPU: 1 when it schedules step N + 1 while step N runs
+    (vLLM `AsyncScheduler` with `EngineCore.step_with_batch_queue`, from v0.14 by default; SGLang
+    `Scheduler.event_loop_overlap`; TensorRT-LLM `PyExecutor._executor_loop_overlap`), 0 before (vLLM < 0.14).
+    A version that does not parse (not stated, a nightly) is taken as a current release."""
+    if engine != "vllm":
+        return 1
+    m = re.match(r"v?0\.(\d+)", (version or "").strip())
+    return 0 if m and int(m.group(1)) < VLLM_ASYNC_SCHEDULING_SINCE else 1
+
+
 Sampler = Literal["sort", "triton", "v2"]
 Printed = Literal["blocks", "concurrency"]
 

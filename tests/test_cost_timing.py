@@ -398,3 +398,30 @@ def test_receive_interval_waits_half_a_cycle_of_decode_steps(share: float) -> No
     want = 29 / 2 * step_s * (1 - (1 - share) * pre)
     assert float(polled["ttft_s"][0] - base["ttft_s"][0]) == pytest.approx(want, rel=1e-9)
     assert 0 < pre < 1 and float(polled["tpot_s"][0]) == float(base["tpot_s"][0])
+
+
+def test_an_arrival_waits_half_a_step_and_the_step_scheduled_ahead_of_it_unless_the_engine_idles() -> None:
+    from advisor.cost.serving import arrival_steps
+
+    running = np.array([1.0, 2.0, 8.0])
+    assert arrival_steps(running, 1.0).tolist() == [0.0, 1.5, 1.5]
+    assert arrival_steps(running, np.array([0.0, 0.0, 1.0])).tolist() == [0.0, 0.5, 1.5]
+
+
+@pytest.mark.parametrize(("engine", "step_key"), [("vllm", "tpot_s"), ("trtllm", "tpot_s"), ("sglang", "step_total")])
+def test_a_scheduler_one_step_ahead_adds_one_step_to_a_staggered_arrival(engine: str, step_key: str) -> None:
+    # DeepSeek-R1 FP4 on 8x B200, 32 users, steady state: with the next step already scheduled (vLLM's async
+    # scheduling, SGLang's and TensorRT-LLM's overlap loops) an arrival waits one step more: the mixed step
+    # (vLLM, TensorRT-LLM; TPOT here), a decode step (SGLang); a lone user finds the engine idle either way
+    from advisor.cost.serving import RunOptions
+    from advisor.cost.timing import predict
+    from advisor.hardware import load_profile
+
+    b200 = load_profile("b200-sxm")
+    F = feats("nvidia/DeepSeek-R1-NVFP4", Plan(tp=8), b200)
+    users = np.array([32.0, 1.0])
+    args = (F, b200, Terms(), engine, 16384, users, np.array([1024.0]), np.array([1024.0]))
+    ahead, sync = predict(*args), predict(*args, options=RunOptions(scheduled_ahead=0.0))
+    assert float(ahead["ttft_s"][0] - sync["ttft_s"][0]) == pytest.approx(float(sync[step_key][0]), rel=1e-9)
+    assert float(ahead["ttft_s"][1]) == float(sync["ttft_s"][1])
+    assert np.array_equal(ahead["tpot_s"], sync["tpot_s"])

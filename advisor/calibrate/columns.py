@@ -18,6 +18,7 @@ COLUMNS: tuple[str, ...] = (
     "batch_wait_iters",
     "batch_wait_ratio",
     "recv_interval",
+    "async_scheduling",
     "adp_timeout_iters",
     "adp_batching_wait_iters",
     "mem_fraction",

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from advisor.calibrate.columns import COLUMNS, METRICS, REQUIRED_COLUMNS
-from advisor.engines import TRTLLM_ADP_BATCHING_WAIT_ITERS, KvDtype
+from advisor.engines import TRTLLM_ADP_BATCHING_WAIT_ITERS, KvDtype, scheduled_ahead
 from advisor.errors import AdvisorError
 
 WeightDtype = Literal["bf16", "fp8", "int4", "nvfp4", "mxfp4"]
@@ -113,6 +113,10 @@ class Measurement(BaseModel):
     recv_interval: int = Field(default=1, ge=1)
     """SGLang's `--scheduler-recv-interval`: the scheduler takes in new requests once every that many decode steps
     (`cost/serving.py: serve`); 1 (empty): the default, every step."""
+    async_scheduling: int | None = Field(default=None, ge=0, le=1)
+    """1 if the engine scheduled each step while the previous one ran (vLLM `--async-scheduling`, SGLang's overlap
+    schedule, TensorRT-LLM's overlap scheduler), 0 if not (`--no-async-scheduling`, `--disable-overlap-schedule`,
+    `disable_overlap_scheduler: true`); None (empty): the release's default (`engines.scheduled_ahead`)."""
     adp_timeout_iters: int = Field(default=0, ge=0)
     """TensorRT-LLM's `attention_dp_config.timeout_iters` with `enable_balance: true`: context requests are held
     until every attention-DP rank has one or this many steps were counted (`cost/serving.py:
@@ -152,8 +156,8 @@ class Measurement(BaseModel):
         """An empty cell is unknown; anything else is left for pydantic (a number in (0, 1])."""
         return _unknown(info.field_name) if isinstance(v, str) and not v.strip() else v
 
-    @field_validator(*_PLAN, "spec_tokens", "batch_wait_iters", "recv_interval", "adp_timeout_iters",
-                     "adp_batching_wait_iters", "concurrency", *_LENGTHS,
+    @field_validator(*_PLAN, "spec_tokens", "batch_wait_iters", "recv_interval", "async_scheduling",
+                     "adp_timeout_iters", "adp_batching_wait_iters", "concurrency", *_LENGTHS,
                      mode="before")
     @classmethod
     def _int_cell(cls, v: object, info: ValidationInfo) -> object:
@@ -187,6 +191,14 @@ class Measurement(BaseModel):
         if not ok:
             raise ValueError(f"unknown {info.field_name} {v!r}")
         return v
+
+    @property
+    def scheduled_ahead(self) -> int:
+        """Steps the run's scheduler prepared ahead of the GPU (`serving.RunOptions`): the column, else the
+        release's default."""
+        if self.async_scheduling is not None:
+            return self.async_scheduling
+        return scheduled_ahead(self.engine or "vllm", self.engine_version)
 
     @model_validator(mode="after")
     def _mem_fraction_engine(self) -> Measurement:

@@ -36,6 +36,8 @@ def check(measurements: opt.Measurements, calibration: opt.Calibration = None, j
     1 x input_len/output_len, e.g. --random-range-ratio 0.8; 1 = every request exactly those; empty = unknown),
     batch_wait_iters and batch_wait_ratio (TensorRT-LLM's batch_wait_timeout_iters and
     batch_wait_max_tokens_ratio; empty = 0, off), recv_interval (SGLang's --scheduler-recv-interval; empty = 1),
+    async_scheduling (1/0: the scheduler prepared each step while the previous ran, vLLM --async-scheduling,
+    SGLang's overlap schedule, TensorRT-LLM's overlap scheduler; empty = the release's default, on except vLLM < 0.14),
     adp_timeout_iters and adp_batching_wait_iters (TensorRT-LLM's attention_dp_config timeout_iters and
     batching_wait_iters with enable_balance; empty = 0, balancing off, and 10),
     mem_fraction (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static; empty = the default),

@@ -16,6 +16,15 @@ decode tokens and I prompt tokens, so a step carries d = r (O - 1) / L decode an
 M/D/1 queue on the spare budget: utilisation u = p / (B - d), service S = I / (B - d) steps, mean wait
 u S / (2 (1 - u))), then the steps that carry its own prompt. SGLang's decodes pause for every prefill step.
 
+Before that, an arrival waits for the step it lands in to end (1/2 on average) and, where the scheduler works one
+step ahead of the GPU, for the step already scheduled behind it (1 more): vLLM's `AsyncScheduler` (the default
+from v0.14; `vllm/v1/engine/core.py: EngineCore.step_with_batch_queue` schedules step N + 1 before step N's
+output is back), SGLang's overlap loop (`managers/scheduler.py: event_loop_overlap` receives and schedules the
+next batch, launches it, then waits for the previous one) and TensorRT-LLM's (`pyexecutor/py_executor.py:
+_executor_loop_overlap`). With no other request running the engine idles and takes an arrival at once
+(`arrival_steps`). The first token still leaves as its step ends: the loop handles step N's output while N + 1
+runs.
+
 A benchmark is often not staggered: a closed-loop client (`vllm bench serve --max-concurrency`, genai-perf)
 releases every user at once, so r prompts (r x I tokens) are prefilled FCFS in n = r I / chunk steps and the
 j-th waits for j of them; with equal lengths the users finish together and come back together, so the
@@ -86,6 +95,7 @@ class RunOptions(NamedTuple):
     recv_interval: np.ndarray | float = 1.0  # SGLang --scheduler-recv-interval
     adp_timeout_iters: np.ndarray | float = 0.0  # TensorRT-LLM attention_dp_config.timeout_iters; 0: balance off
     adp_batching_wait_iters: np.ndarray | float = float(TRTLLM_ADP_BATCHING_WAIT_ITERS)  # its batching_wait_iters
+    scheduled_ahead: np.ndarray | float = 1.0  # steps scheduled ahead of the GPU (`engines.scheduled_ahead`)
 
 
 @dataclass(frozen=True)
@@ -133,7 +143,8 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
     zero = 0 * running
     parts = step(running, ctx_dec, zero, input_len / 2, running)
     t_dec = parts["total"]
-    steady = (_mixed if sched.mixed else _separate)(step, sched, running, input_len, steps, ctx_dec, t_dec)
+    arrival = arrival_steps(running, options.scheduled_ahead)
+    steady = (_mixed if sched.mixed else _separate)(step, sched, running, input_len, steps, ctx_dec, t_dec, arrival)
     s = share  # of requests served in synchronized waves (`wave_share`)
     if np.any(s):
         first = _first_round(step, sched, running, input_len, steps, ctx_dec, t_dec)
@@ -227,8 +238,14 @@ def batch_wait_steps(rate: np.ndarray, timeout: np.ndarray | float, short: np.nd
     return (window + arrivals * window / 2) / (1 + arrivals)
 
 
+def arrival_steps(running: np.ndarray, ahead: np.ndarray | float) -> np.ndarray:
+    """Steps a staggered arrival waits before the step that takes it (module docstring): the rest of the step in
+    flight, 1/2, plus the `ahead` steps already scheduled behind it; none when no other request runs."""
+    return np.minimum(np.maximum(running - 1, 0.0), 1.0) * (0.5 + np.asarray(ahead, dtype=float))
+
+
 def _mixed(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.ndarray, decodes: np.ndarray,
-           ctx_dec: np.ndarray, t_dec: np.ndarray) -> tuple[np.ndarray, ...]:
+           ctx_dec: np.ndarray, t_dec: np.ndarray, arrival: np.ndarray) -> tuple[np.ndarray, ...]:
     """Staggered arrivals, decodes and prefill chunks in one step: (TPOT, TTFT, prefill share of a step).
     TPOT is the average mixed step; a prompt waits for the prefill ahead of it, then the steps carrying it."""
     lifetime_steps = decodes + 1.0
@@ -247,11 +264,11 @@ def _mixed(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.nd
     t_pre = step(d, ctx_dec, chunk, input_len / 2, d + 1)["total"]
     t = (1 - f) * step(d, ctx_dec, 0 * chunk, input_len / 2, d)["total"] + f * t_pre
     own = np.maximum(service, 1.0) * t_pre
-    return t, (0.5 + wait) * t + own, p / np.maximum(p + d, 1e-9)
+    return t, (arrival + wait) * t + own, p / np.maximum(p + d, 1e-9)
 
 
 def _separate(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.ndarray, decodes: np.ndarray,
-              ctx_dec: np.ndarray, t_dec: np.ndarray) -> tuple[np.ndarray, ...]:
+              ctx_dec: np.ndarray, t_dec: np.ndarray, arrival: np.ndarray) -> tuple[np.ndarray, ...]:
     """Staggered arrivals, prefill-first: other requests' prefill steps pause the decodes; a prompt waits for
     the prefills ahead of it (M/D/1 on the prefill steps). (TPOT, TTFT, prefill share of the time)."""
     zero = 0 * running
@@ -260,7 +277,7 @@ def _separate(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np
     rho = (running - 1) * t_pre / (t_pre + decodes * t_dec)
     tpot = t_dec * (1 + rho)
     u = np.minimum(running * t_pre / (t_pre + decodes * tpot), MAX_UTILISATION)
-    return tpot, t_pre + u * t_pre / (2 * (1 - u)) + t_dec / 2, rho / (1 + rho)
+    return tpot, t_pre + u * t_pre / (2 * (1 - u)) + arrival * t_dec, rho / (1 + rho)
 
 
 def _first_round(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.ndarray,
