@@ -107,19 +107,25 @@ def gemm_params(fmt: str, native_fp4: bool) -> dict[str, float]:
 # kernels on sm100/sm103; FlashInfer CUTLASS for FP8 on sm90 and for BF16/FP8/NVFP4 on sm120; OpenAI's Triton
 # MXFP4 kernel on sm90; Marlin for weight-only 4-bit off Blackwell datacenter GPUs; vLLM's Triton fused_moe
 # otherwise), as each GPU's default kernel in the kernel tables shows (`scripts/fit_kernels.py: default_kernel`).
-MOE_FAMILY = {"sm100": {"int4_wo": "marlin"}, "sm103": {"int4_wo": "marlin"},
-              "sm90": {"fp8": "cutlass", "fp8_block": "cutlass", "w4a16_mxfp4": "triton", "int4_wo": "marlin"},
-              "sm120": {"bfloat16": "cutlass", "fp8": "cutlass", "nvfp4": "cutlass", "w4a16_mxfp4": "marlin",
-                        "int4_wo": "marlin"}}
+MOE_FAMILY = {"sm90": {"fp8": "cutlass", "fp8_block": "cutlass", "w4a16_mxfp4": "triton"},
+              "sm120": {"bfloat16": "cutlass", "fp8": "cutlass", "nvfp4": "cutlass", "w4a16_mxfp4": "marlin"}}
 MOE_FAMILY_DEFAULT = {"sm100": "trtllm", "sm103": "trtllm"}
+# Marlin's INT4 (W4A16) MoE kernel per GPU generation. Marlin multiplies with warp-level `mma.sync.m16n8k16`
+# (vLLM `csrc/moe/marlin_moe_wna16/`, `csrc/quantization/gptq_marlin/`), the full-rate tensor-core instruction up to
+# sm89 and on sm120, but not the one the spec-sheet peak of sm90 (wgmma) or sm100/sm103 (tcgen05) is quoted
+# for, so one efficiency of the spec peak cannot serve every generation: fitted as one, the tables put the B200,
+# B300 and GB200 INT4 MoE layers 30-45% faster than measured beyond 16 tokens and the RTX PRO 6000's and L40S's
+# 50-130% slower; per generation, each GPU held out is predicted within 12-20% (`scripts/fit_kernels.py`).
+MARLIN_INT4_FAMILY = {"sm90": "marlin_sm90", "sm100": "marlin_sm100", "sm103": "marlin_sm100"}
 
 
 def moe_family(table_fmt: str, sm: str, weight_only_fp4: bool = False) -> str:
-    """Kernel family running a kernel-table MoE format on a GPU generation (`MOE_FAMILY`); NVFP4 experts on a GPU
-    without FP4 tensor cores run Marlin's weight-only kernel."""
-    if weight_only_fp4 or table_fmt == "int4_wo":
-        return "marlin"
-    if table_fmt == "w4a16_mxfp4" and sm not in MOE_FAMILY:
+    """Kernel family running a kernel-table MoE format on a GPU generation (`MOE_FAMILY`); INT4 experts run Marlin
+    (`MARLIN_INT4_FAMILY`), and so do NVFP4 experts on a GPU without FP4 tensor cores (its weight-only MXFP4
+    kernel, timed on sm120 only)."""
+    if table_fmt == "int4_wo":
+        return MARLIN_INT4_FAMILY.get(sm, "marlin")
+    if weight_only_fp4 or (table_fmt == "w4a16_mxfp4" and sm not in MOE_FAMILY and sm not in MOE_FAMILY_DEFAULT):
         return "marlin"
     return MOE_FAMILY.get(sm, {}).get(table_fmt, MOE_FAMILY_DEFAULT.get(sm, "triton"))
 
