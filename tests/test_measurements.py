@@ -99,7 +99,12 @@ def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Pa
             assert twin is not None and m.tpot_ms < twin.tpot_ms and m.ttft_ms > twin.ttft_ms
     # the InferenceX scripts' FP8 KV cache (README: kv_cache_dtype), on the same campaigns
     fp8_kv = [m for m in rows if m.kv_cache_dtype == "fp8"]
-    assert len(fp8_kv) == 324
+    assert len(fp8_kv) == 371
+    # B300 SGLang v0.5.10.post1 (dsr1_fp{8,4}_b300.sh, qwen3.5_fp{8,4}_b300.sh pass fp8_e4m3; Qwen3.5 BF16 none)
+    b300 = [m for m in rows if m.hardware == "b300-sxm" and m.engine_version == "0.5.10.post1"]
+    assert sorted({(m.weight_dtype, m.kv_cache_dtype) for m in b300}) == [("bf16", None), ("fp8", "fp8"),
+                                                                           ("nvfp4", "fp8")]
+    assert len([m for m in b300 if m.kv_cache_dtype == "fp8"]) == 47
     assert len([m for m in fp8_kv if m.model == "openai/gpt-oss-120b" and m.hardware == "b200-sxm"]) == 121
     auto = [m for m in rows if m.kv_cache_dtype == "auto"]  # gpt-oss on H100 (and B200 before 2025-12-08): no flag
     assert len(auto) == 50 and {m.model for m in auto} == {"openai/gpt-oss-120b"}
