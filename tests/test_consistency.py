@@ -10,12 +10,14 @@ from pathlib import Path
 
 from conftest import CASE_STUDY
 
-from advisor.calibrate.consistency import contradiction, inconsistent
+from advisor.calibrate.consistency import contradiction, dominates, inconsistent, slower_than_dominated
 from advisor.calibrate.fit import Calibrator
 from advisor.calibrate.measurements import Measurement
 from advisor.calibrate.pooled import PooledCalibrator
 from advisor.calibrate.predict_table import prepare
 from advisor.calibrate.rowtable import read_measurements
+from advisor.calibrate.splits import architecture_of
+from advisor.hardware import load_profile
 
 BENCH = Path(__file__).resolve().parent / "data" / "bench"
 
@@ -103,3 +105,50 @@ def test_calibrate_with_only_contradicting_rows_is_one_line_and_exit_2(tmp_path:
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "every sweep contradicts itself" in r.stderr
     assert not out.exists() and list(tmp_path.iterdir()) == [src]
+
+
+def test_a_gpu_outranks_another_only_on_every_spec() -> None:
+    b300, b200, h100, rtx = (load_profile(h) for h in ("b300-sxm", "b200-sxm", "h100-sxm", "rtx-pro-6000-server"))
+    assert dominates(b300, b200) and dominates(b200, h100) and dominates(b300, h100)
+    assert not dominates(b200, b300)  # B300's FP4 rate and memory are higher
+    assert not dominates(b200, b200)
+    assert not dominates(b200, rtx) and not dominates(rtx, h100)  # another interconnect class
+
+
+def _on(hw: str, tpot: float, conc: int = 8, version: str = "0.5.9") -> Measurement:
+    return Measurement(model="Qwen/Qwen3-32B", hardware=hw, engine="sglang", engine_version=version, tp=2,
+                       concurrency=conc, input_len=8192, output_len=1024, tpot_ms=tpot, ttft_ms=100.0,
+                       source="hand", row=1, file="hand")
+
+
+def test_a_sweep_much_slower_than_the_same_run_on_a_gpu_it_outranks_is_set_aside() -> None:
+    def runs(b300: list[Measurement], b200: list[Measurement]) -> dict[str, dict[int, str]]:
+        return slower_than_dominated({"b300-sxm": (load_profile("b300-sxm"), b300),
+                                      "b200-sxm": (load_profile("b200-sxm"), b200)}, architecture_of)
+
+    base = [_on("b200-sxm", 10.0), _on("b200-sxm", 12.0)]  # the lowest of the same run counts
+    got = runs([_on("b300-sxm", 16.0, version="0.5.10"), _on("b300-sxm", 20.0, conc=16, version="0.5.10")], base)
+    assert sorted(got["b300-sxm"]) == [0, 1]  # the whole sweep: 16 ms is 1.6x 10 ms at 8 users
+    assert "1.6x the same run on b200-sxm 0.5.9 (10 ms)" in got["b300-sxm"][0]
+    assert runs([_on("b300-sxm", 14.0)], base) == {}  # 1.4x: within the spread allowed
+    assert runs([_on("b300-sxm", 9.0)], [_on("b200-sxm", 20.0)]) == {}  # B200 slower: B200 outranks nothing here
+    assert runs([_on("b300-sxm", 16.0, conc=4)], base) == {}  # other users: not the same run
+
+
+def test_the_shipped_rows_slower_than_a_gpu_they_outrank_are_the_b300_deepseek_8k_sweeps() -> None:
+    rows = [r for f in (BENCH / "silicon_dev.csv", BENCH / "public_clean.csv", CASE_STUDY)
+            for r in read_measurements(f).rows]
+    _, buckets = prepare(rows)
+    flagged = {}
+    for engine in sorted({k[1] for k in buckets}):
+        got = slower_than_dominated({k[0]: (b.hw, b.rows) for k, b in buckets.items() if k[1] == engine},
+                                    architecture_of)
+        flagged.update({(hw, engine): [buckets[(hw, engine)].rows[i] for i in pos] for hw, pos in got.items()})
+    assert list(flagged) == [("b300-sxm", "sglang")]
+    bad = flagged[("b300-sxm", "sglang")]
+    assert len(bad) == 7
+    assert {(r.model, r.engine_version, r.input_len) for r in bad} == {("deepseek-ai/DeepSeek-V3", "0.5.10.post1",
+                                                                        8192)}
+    pooled = PooledCalibrator().fit({k: b for k, b in buckets.items() if k[1] == "sglang"})
+    assert pooled.rows_["b300-sxm"] == len(buckets[("b300-sxm", "sglang")].rows) - 7
+    assert len(pooled.set_aside_["b300-sxm"]) == 4  # four sweeps (the receive interval splits a plan's users)

@@ -1,4 +1,4 @@
-"""Sweeps that contradict themselves: set aside from a fit, still predicted and scored.
+"""Sweeps that contradict themselves, or the hardware they name: set aside from a fit, still predicted and scored.
 
 A sweep is one run's settings measured at several concurrencies (every field of a row but the concurrency, the
 measured values and where the row came from). An engine step's time does not fall as its batch grows, and two
@@ -8,13 +8,21 @@ adding users cuts TPOT below 1 / TPOT_DROP of what fewer users measured, or cuts
 1 / RATE_DROP of it, measured something other than the run it states (e.g. aiconfigurator's GB200 Qwen3-32B
 TP2 rows of TensorRT-LLM 1.3.0rc1: TPOT 8.1 ms at one user, 41.9 ms at two). Its rows would steer the fitted
 terms toward whatever went wrong; they are still predicted, and their errors still count.
+
+Across GPUs: a node at least as fast as another on every spec a step depends on (`dominates`) runs the same run
+(same architecture, engine, plan, formats, lengths, users and scheduling settings, any release) at least about as
+fast. A sweep on it whose TPOT is more than TPOT_DROP times the other GPU's for the same run measured something no
+spec sheet holds, a kernel path that release lacked for that GPU (`slower_than_dominated`; e.g. SGLang
+v0.5.10.post1 DeepSeek-R1 with 8192-token prompts on B300, 1.6-2.2x the TPOT of the same recipe on B200 under
+0.5.9). Fitted through, such rows set the GPU's terms for every other model on it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from advisor.calibrate.measurements import Measurement
+from advisor.hardware.schema import HardwareProfile
 
 TPOT_DROP = 1.5  # beyond the run-to-run spread of TPOT (a few %) and CUDA-graph padding steps (~10-20%)
 RATE_DROP = 2.0
@@ -54,3 +62,56 @@ def inconsistent(rows: Sequence[Measurement]) -> dict[int, str]:
         if why:
             out.update(dict.fromkeys(members, why))
     return out
+
+
+# What two runs on different GPUs share when they ran the same thing: a sweep's settings but the GPU, the release
+# and the model's name (the caller maps names to architectures), and the users.
+RUN_FIELDS = tuple(f for f in SWEEP_FIELDS if f not in ("hardware", "engine_version", "model"))
+
+
+def dominates(a: HardwareProfile, b: HardwareProfile) -> bool:
+    """Whether node `a` is at least node `b` on every spec a serving step's time depends on (HBM bandwidth, dense
+    FLOP/s in each format, memory, its fastest GPU-to-GPU link, the same interconnect class), `b` not being `a`."""
+    if a.id == b.id or a.interconnect_class != b.interconnect_class:
+        return False
+    link = max((x.p2p_bw_gbps for x in a.topology.links), default=0.0) >= \
+        max((x.p2p_bw_gbps for x in b.topology.links), default=0.0)
+    ga, gb = a.gpu, b.gpu
+    return (link and ga.mem_bw_bytes_per_s >= gb.mem_bw_bytes_per_s and ga.memory_bytes >= gb.memory_bytes
+            and all(ga.dense_flops_per_s(d) >= gb.dense_flops_per_s(d) for d in ("bf16", "fp8", "fp4")))
+
+
+def slower_than_dominated(runs: Mapping[str, tuple[HardwareProfile, Sequence[Measurement]]],
+                          arch: Callable[[str], object]) -> dict[str, dict[int, str]]:
+    """Per GPU id (of `runs`: id -> (profile, rows)), positions in its rows of every row of a sweep in which some
+    row's TPOT is more than TPOT_DROP times the lowest TPOT measured for the same run (`RUN_FIELDS`, architecture
+    `arch(model)`, users) on a GPU it `dominates`, with the first such comparison."""
+    def run(r: Measurement) -> tuple[object, ...]:
+        return (arch(r.model), r.concurrency, *(getattr(r, f) for f in RUN_FIELDS))
+
+    fastest: dict[tuple[str, tuple[object, ...]], Measurement] = {}
+    for hw, (_, rows) in runs.items():
+        for r in rows:
+            best = fastest.get((hw, run(r)))
+            if r.tpot_ms and (best is None or r.tpot_ms < (best.tpot_ms or 0.0)):
+                fastest[(hw, run(r))] = r
+    out: dict[str, dict[int, str]] = {}
+    for hw, (prof, rows) in runs.items():
+        slower = [h for h, (p, _) in runs.items() if dominates(prof, p)]
+        sweeps: dict[tuple[object, ...], list[int]] = {}
+        for i, r in enumerate(rows):
+            sweeps.setdefault(sweep_of(r), []).append(i)
+        for members in sweeps.values():
+            why = next((_slower_why(rows[i], hw, h, ref) for i in members for h in slower
+                        if (ref := fastest.get((h, run(rows[i])))) is not None
+                        and (rows[i].tpot_ms or 0.0) > TPOT_DROP * (ref.tpot_ms or 0.0)), None)
+            if why:
+                out.setdefault(hw, {}).update(dict.fromkeys(members, why))
+    return out
+
+
+def _slower_why(r: Measurement, hw: str, other: str, ref: Measurement) -> str:
+    t, t0 = r.tpot_ms or 0.0, ref.tpot_ms or 0.0
+    return (f"{r.model} on {hw}/{r.engine or 'vllm'} {r.engine_version or ''} TP{r.tp} {r.input_len}/{r.output_len} "
+            f"at {r.concurrency} users: TPOT {t:g} ms, {t / t0:.1f}x the same run on {other} "
+            f"{ref.engine_version or ''} ({t0:g} ms), a GPU it is at least on every spec")

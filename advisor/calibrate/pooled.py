@@ -17,7 +17,8 @@ from typing import NoReturn
 
 import numpy as np
 
-from advisor.calibrate.fit import consistent
+from advisor.calibrate.consistency import slower_than_dominated
+from advisor.calibrate.fit import consistent, subset
 from advisor.calibrate.loss import F_SCALE, heavy_tailed, robust_loss
 from advisor.calibrate.loss import NAME as LOSS_NAME
 from advisor.calibrate.predict_rows import METRIC_KEYS, Bucket, run_bucket
@@ -60,7 +61,8 @@ class PooledCalibrator:
     """`PooledCalibrator(prior).fit(buckets)` (buckets of one engine, keyed (hardware, engine)) sets `global_`
     (engine-wide Terms), `per_hardware_` (hardware -> Terms), `deviations_` (hardware -> {term: logit shift}),
     `refused_` (term -> why it kept its prior), `bounds_hit_`, `rows_` (hardware -> rows fitted), `set_aside_`
-    (hardware -> why sweeps that contradict themselves were left out, `calibrate/consistency.py`) and returns self;
+    (hardware -> why sweeps that contradict themselves, or a GPU they outrank on every spec, were left out,
+    `calibrate/consistency.py`) and returns self;
     `terms_for(hardware)` gives a GPU's terms (engine-wide for one it never saw)."""
 
     global_: Terms
@@ -81,9 +83,7 @@ class PooledCalibrator:
         from scipy.optimize import least_squares
         from scipy.sparse import lil_matrix
 
-        cleaned = {k: consistent(b) for k, b in buckets.items()}
-        self.set_aside_ = {k[0]: sorted(set(bad.values())) for k, (_, bad) in cleaned.items() if bad}
-        buckets = {k: b for k, (b, _) in cleaned.items()}
+        buckets, self.set_aside_ = _consistent(buckets)
         keys = [k for k, b in buckets.items() if b.index]
         union = set().union(*(informed(buckets[k]) for k in keys)) if keys else set()
         g_names = [] if self.base is not None else [n for n in NAMES if n in union]
@@ -149,3 +149,19 @@ class PooledCalibrator:
 
 def _measured(b: Bucket) -> dict[str, np.ndarray]:
     return {m: np.array([getattr(r, m) or np.nan for r in b.rows], float) for m in METRIC_KEYS}
+
+
+def _consistent(buckets: Mapping[Key, Bucket]) -> tuple[dict[Key, Bucket], dict[str, list[str]]]:
+    """The buckets without the rows of sweeps that contradict themselves or a GPU they outrank on every spec
+    (`calibrate/consistency.py`), and per GPU why rows were set aside."""
+    from advisor.calibrate.splits import architecture_of
+
+    cleaned = {k: consistent(b) for k, b in buckets.items()}
+    why = {k: set(bad.values()) for k, (_, bad) in cleaned.items()}
+    slow = slower_than_dominated({k[0]: (b.hw, b.rows) for k, (b, _) in cleaned.items()}, architecture_of)
+    out: dict[Key, Bucket] = {}
+    for k, (b, _) in cleaned.items():
+        drop = slow.get(k[0], {})
+        out[k] = subset(b, np.array([j not in drop for j in range(len(b.rows))], bool)) if drop else b
+        why[k] |= set(drop.values())
+    return out, {k[0]: sorted(w) for k, w in why.items() if w}
