@@ -6,7 +6,7 @@ README reports (`calibrate/splits.py: summarize`).
 
 The rows and fits of scripts/refit_calibrations.py: silicon_dev.csv, the case study and public_clean.csv, the
 pooled fit per engine (`calibrate/splits.py: pooled_fitter`). On 2 cores: model held out ~17 min for every
-engine, ~5 min for SGLang alone; GPU held out ~10 min. Compare two runs' CSVs line by line (same row order).
+engine, ~2 min for SGLang alone; GPU held out ~10 min. Compare two runs' CSVs line by line (same row order).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from a checkout without install
+
+from refit_calibrations import files  # noqa: E402  (the same rows the shipped calibrations are fitted on)
 
 from advisor.calibrate.splits import HeldOut, band_of  # noqa: E402
 
@@ -67,10 +69,8 @@ def main() -> int:
     from advisor.errors import AdvisorError
     from advisor.files import write_atomic
 
-    srcs = [args.bench / "silicon_dev.csv", REPO / "advisor" / "examples" / "case_study.csv",
-            args.bench / "public_clean.csv"]
     try:
-        rows = [r for f in srcs for r in read_measurements(f).rows]
+        rows = [r for f in files(args.bench) for r in read_measurements(f).rows]
     except AdvisorError as err:
         print(f"held_out_rows: {err}", file=sys.stderr)
         return 2

@@ -126,7 +126,7 @@ def test_marlin_int4_moe_by_gpu_generation() -> None:
     # set for every GPU put the B200/B300/GB200 layers 28-42% too fast and the RTX PRO 6000's 70% too slow
     # (median); per generation every GPU's INT4 rows stay within 20% median |error|, and the fitted compute rates
     # sit far below sm90's and sm100's peaks but not sm120's
-    assert kernels.moe_family("int4_wo", "sm103") == "int4_wo/marlin_sm100".split("/")[1]
+    assert kernels.moe_family("int4_wo", "sm103") == "marlin_sm100"
     assert kernels.moe_family("int4_wo", "sm120") == kernels.moe_family("int4_wo", "sm89") == "marlin"
     c = slice_columns("moe")
     err = np.abs(fit_kernels.evaluate("moe", kernels.params()["moe"], c) / c["lat_us"] - 1)

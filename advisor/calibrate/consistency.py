@@ -91,10 +91,8 @@ def slower_than_dominated(runs: Mapping[str, tuple[HardwareProfile, Sequence[Mea
 
     fastest: dict[tuple[str, tuple[object, ...]], Measurement] = {}
     for hw, (_, rows) in runs.items():
-        for r in rows:
-            best = fastest.get((hw, run(r)))
-            if r.tpot_ms and (best is None or r.tpot_ms < (best.tpot_ms or 0.0)):
-                fastest[(hw, run(r))] = r
+        for r in sorted((r for r in rows if r.tpot_ms), key=lambda r: -(r.tpot_ms or 0.0)):
+            fastest[(hw, run(r))] = r  # the lowest TPOT is written last
     out: dict[str, dict[int, str]] = {}
     for hw, (prof, rows) in runs.items():
         slower = [h for h, (p, _) in runs.items() if dominates(prof, p)]

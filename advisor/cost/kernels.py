@@ -105,8 +105,9 @@ def gemm_params(fmt: str, native_fp4: bool) -> dict[str, float]:
 
 # The fused-MoE kernel vLLM runs per GPU generation (`model_executor/layers/fused_moe/`: FlashInfer's TRT-LLM
 # kernels on sm100/sm103; FlashInfer CUTLASS for FP8 on sm90 and for BF16/FP8/NVFP4 on sm120; OpenAI's Triton
-# MXFP4 kernel on sm90; Marlin for weight-only 4-bit off Blackwell datacenter GPUs; vLLM's Triton fused_moe
-# otherwise), as each GPU's default kernel in the kernel tables shows (`scripts/fit_kernels.py: default_kernel`).
+# MXFP4 kernel on sm90; Marlin for INT4 everywhere (`MARLIN_INT4_FAMILY`) and for weight-only FP4 off Blackwell
+# datacenter GPUs; vLLM's Triton fused_moe otherwise), as each GPU's default kernel in the kernel tables shows
+# (`scripts/fit_kernels.py: default_kernel`).
 MOE_FAMILY = {"sm90": {"fp8": "cutlass", "fp8_block": "cutlass", "w4a16_mxfp4": "triton"},
               "sm120": {"bfloat16": "cutlass", "fp8": "cutlass", "nvfp4": "cutlass", "w4a16_mxfp4": "marlin"}}
 MOE_FAMILY_DEFAULT = {"sm100": "trtllm", "sm103": "trtllm"}
@@ -114,8 +115,8 @@ MOE_FAMILY_DEFAULT = {"sm100": "trtllm", "sm103": "trtllm"}
 # (vLLM `csrc/moe/marlin_moe_wna16/`, `csrc/quantization/gptq_marlin/`), the full-rate tensor-core instruction up to
 # sm89 and on sm120, but not the one the spec-sheet peak of sm90 (wgmma) or sm100/sm103 (tcgen05) is quoted
 # for, so one efficiency of the spec peak cannot serve every generation: fitted as one, the tables put the B200,
-# B300 and GB200 INT4 MoE layers 30-45% faster than measured beyond 16 tokens and the RTX PRO 6000's and L40S's
-# 50-130% slower; per generation, each GPU held out is predicted within 12-20% (`scripts/fit_kernels.py`).
+# B300 and GB200 INT4 MoE layers 28-42% faster than measured beyond 16 tokens and the RTX PRO 6000's and L40S's
+# 50-130% slower (median); per generation, each GPU held out is predicted within 12-20% (`scripts/fit_kernels.py`).
 MARLIN_INT4_FAMILY = {"sm90": "marlin_sm90", "sm100": "marlin_sm100", "sm103": "marlin_sm100"}
 
 
