@@ -45,6 +45,8 @@ def test_every_profile_validates_with_sources(hid: str):
     for fmt in ("fp8", "fp4"):
         if getattr(g, f"{fmt}_dense_flops_per_s") is not None:
             assert getattr(g, f"{fmt}_dense_flops_per_s_source")
+    if g.l2_bytes is not None:
+        assert len(g.l2_bytes_source or "") > 10 and 32 * 2**20 <= g.l2_bytes <= 256 * 2**20
     assert all(len(c.source) > 20 for c in hw.collectives)
     assert all(len(lk.source) > 10 for lk in hw.topology.links)
     assert hw.topology.source

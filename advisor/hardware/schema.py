@@ -63,6 +63,10 @@ class GpuSpec(_Frozen):
     fp4_dense_flops_per_s_source: str | None = None
     power_w: PositiveFloat
     power_w_source: str = Source
+    # On-chip L2: a kernel benchmark that re-reads the same weights runs from it when they fit (`scripts/
+    # kernel_l2.py`); a serving step, whose layers each read their own weights, does not. None: not known.
+    l2_bytes: PositiveInt | None = None
+    l2_bytes_source: str | None = None
 
     @model_validator(mode="after")
     def _sources_present(self) -> GpuSpec:
@@ -71,6 +75,8 @@ class GpuSpec(_Frozen):
                 self, f"{fmt}_dense_flops_per_s_source"
             ):
                 raise ValueError(f"{fmt}_dense_flops_per_s_source: missing (every number needs a source)")
+        if self.l2_bytes is not None and not self.l2_bytes_source:
+            raise ValueError("l2_bytes_source: missing (every number needs a source)")
         if self.cuda_total_bytes is not None and not self.cuda_total_bytes_source:
             raise ValueError("cuda_total_bytes_source: missing (every number needs a source)")
         if self.mem_bw_alternatives and not self.mem_bw_choice:
