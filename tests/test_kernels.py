@@ -224,3 +224,31 @@ def test_quantized_gemm_fixed_latency_is_its_input_quantization() -> None:
     fixed_us = _gemms(F, 1e12, np.ones(1))[2]
     assert float(fixed_us[0]) == pytest.approx(float(F.gemm_calls[0]) * by["bfloat16"]["t0_us"])
     assert kernels.gemm_step_t0_us() == by["bfloat16"]["t0_us"]
+
+
+def test_shared_experts_ride_a_second_stream_at_small_batches() -> None:
+    # vLLM, SGLang and TensorRT-LLM run a MoE layer's shared experts on a second CUDA stream beside the routed
+    # ones up to a batch (vLLM's threshold: 256 tokens): a decode step does not pay their two GEMMs, a prefill does
+    from advisor.catalog import lookup
+    from advisor.cost.features import Features
+    from advisor.cost.plan import Plan
+    from advisor.cost.step import SHARED_STREAM_TOKENS, _gemms
+    from advisor.cost.sweep import make_case
+    from advisor.cost.workload import Settings
+    from advisor.hardware import load_profile
+
+    hw, st = load_profile("b200-sxm"), Settings()
+    arch = lookup("deepseek-ai/DeepSeek-V3").arch
+    F = Features.from_flat(np.stack([make_case(arch, Plan(tp=8), hw, st).features(hw, st)]))
+    assert arch.moe is not None and float(F.shared_calls[0]) == 2 * arch.moe.moe_layers == 116
+    # one shared expert of 3 x 7168 x 2048 block-FP8 weights per MoE layer, an eighth of it per GPU
+    per_gpu = 3 * 7168 * 2048 * arch.moe.moe_layers / 8
+    assert float(F.shared_w_bytes[0]) == pytest.approx(per_gpu, rel=0.01)
+    t0 = kernels.gemm_step_t0_us()
+    small = _gemms(F, 8e12, np.array([float(SHARED_STREAM_TOKENS)]))
+    large = _gemms(F, 8e12, np.array([float(SHARED_STREAM_TOKENS + 1)]))
+    assert float(large[2][0] - small[2][0]) == pytest.approx(116 * t0)
+    # their weights, and the BF16 activations in and out of their calls, are read at the larger batch only
+    h, calls, n = float(F.hidden[0]), float(F.gemm_calls[0]), SHARED_STREAM_TOKENS
+    extra = float(F.shared_w_bytes[0]) + 4 * (n + 1) * h * 116 / 8 + 4 * h * (calls - 116) / 8
+    assert float(large[0][0] - small[0][0]) == pytest.approx(extra / (8e12 * float(F.gemm_e_bw[0])), rel=1e-9)

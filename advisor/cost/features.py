@@ -42,6 +42,9 @@ class Features:
     dense_w_bytes: np.ndarray  # non-expert weights read every step (embedding table excluded)
     dense_gemm_s: np.ndarray  # seconds per token at the spec-sheet peak for non-expert GEMMs
     gemm_calls: np.ndarray  # dense GEMM calls per forward (their fixed latency)
+    shared_w_bytes: np.ndarray  # the shared experts' part of dense_w_bytes, dense_gemm_s and gemm_calls: run on a
+    shared_gemm_s: np.ndarray  # second stream beside the routed experts at small batches (`cost/step.py: _gemms`)
+    shared_calls: np.ndarray
     gemm_e_bw: np.ndarray
     gemm_e_f: np.ndarray
     moe_layers: np.ndarray
@@ -151,7 +154,7 @@ def _dense(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[Weig
            fp4: bool) -> dict[str, float]:
     """Non-expert GEMMs: bytes read and seconds at peak per token, calls, and the kernel parameters of the
     format holding most of their bytes."""
-    dense_w = dense_s = 0.0
+    dense_w = dense_s = shared_w = shared_s = 0.0
     by_fmt: dict[str, float] = {}
     for w in weights:
         if w.shard == "expert" or w.name == "embed":
@@ -159,13 +162,18 @@ def _dense(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[Weig
         share = plan.tp if w.shard in ("tp", "vocab") else 1
         dense_w += w.bytes / share
         dense_s += 2 * w.params / share / hw.gpu.dense_flops_per_s(compute_dtype(w.fmt))
+        if w.name == "shared_experts":
+            shared_w += w.bytes / share
+            shared_s += 2 * w.params / share / hw.gpu.dense_flops_per_s(compute_dtype(w.fmt))
         by_fmt[w.fmt] = by_fmt.get(w.fmt, 0.0) + w.bytes
     fmt = max(by_fmt, key=lambda f: by_fmt[f]) if by_fmt else "bf16"
     calls = sum(ATTN_GEMMS[g.kind] * g.layers for g in arch.attn_groups) + MLP_GEMMS * arch.dense_mlp_layers + 1
+    shared_calls = MLP_GEMMS * arch.moe.moe_layers if arch.moe is not None and arch.moe.shared_intermediate else 0
     if arch.moe is not None:
-        calls += arch.moe.moe_layers * (1 + (MLP_GEMMS if arch.moe.shared_intermediate else 0))
+        calls += arch.moe.moe_layers + shared_calls
     g = kernels.gemm_params(fmt, fp4)
     return {"dense_w_bytes": dense_w, "dense_gemm_s": dense_s, "gemm_calls": float(calls),
+            "shared_w_bytes": shared_w, "shared_gemm_s": shared_s, "shared_calls": float(shared_calls),
             "gemm_e_bw": g["e_bw"], "gemm_e_f": g["e_f"]}
 
 

@@ -33,6 +33,7 @@ BREAKDOWN = ("weights", "kv", "compute", "comm", "overhead")
 # Largest CUDA graph vLLM captures by default: min(2 * max_num_seqs, 512) (`vllm/config/vllm.py:
 # _set_cudagraph_sizes`); bigger batches run eagerly, unpadded.
 MAX_CAPTURE_TOKENS = 512
+SHARED_STREAM_TOKENS = 256  # vLLM's VLLM_SHARED_EXPERTS_STREAM_TOKEN_THRESHOLD default (`vllm/envs.py`)
 
 
 def comm_fn(hw: HardwareProfile, engine: str) -> Comm:
@@ -106,10 +107,16 @@ def _gemms(F: Features, bw: float, tokens: np.ndarray) -> tuple[np.ndarray, ...]
     """Dense GEMMs of the step: (memory seconds, compute-excess seconds, fixed microseconds)."""
     P = kernels.params()["gemm"]
     # weights once, BF16 activations in and out of every call ([T, ~H/tp] each way)
-    tw = (F.dense_w_bytes + 4 * tokens * F.hidden * F.gemm_calls / F.tp) / (bw * F.gemm_e_bw)
-    tc = tokens * F.dense_gemm_s / F.gemm_e_f
+    # the shared experts run on a second stream beside the routed ones up to a batch (vLLM `fused_moe/runner/
+    # shared_experts.py: should_run_shared_in_aux_stream`, VLLM_SHARED_EXPERTS_STREAM_TOKEN_THRESHOLD 256; SGLang
+    # `deepseek_v2.py: forward_normal_dual_stream`, 1024; TensorRT-LLM `multi_stream_utils.py:
+    # maybe_execute_in_parallel`), hidden by the longer routed chain
+    hide = tokens <= SHARED_STREAM_TOKENS
+    calls = F.gemm_calls - hide * F.shared_calls
+    tw = (F.dense_w_bytes - hide * F.shared_w_bytes + 4 * tokens * F.hidden * calls / F.tp) / (bw * F.gemm_e_bw)
+    tc = tokens * (F.dense_gemm_s - hide * F.shared_gemm_s) / F.gemm_e_f
     w, c = _split(tw, tc, P["p"])
-    return w, c, F.gemm_calls * kernels.gemm_step_t0_us()
+    return w, c, calls * kernels.gemm_step_t0_us()
 
 
 def touched_experts(experts: np.ndarray, topk: np.ndarray, ep: np.ndarray, tokens: np.ndarray) -> np.ndarray:
