@@ -40,14 +40,12 @@ def working_sets(table: str, rows: list[dict[str, str]]) -> list[Point]:
     for r in rows:
         fmt = r["fmt"].split("/")[0]
         if table == "moe" and int(r["T"]) <= MAX_TOKENS and fmt in BPP:
-            w = float(r["n_act"]) * float(r["mats"]) * int(r["h"]) * int(r["I"]) / int(r["tp"]) * BPP[fmt]
-            ws = w
+            w, copies = float(r["n_act"]) * float(r["mats"]) * int(r["h"]) * int(r["I"]) / int(r["tp"]) * BPP[fmt], 1
         elif table == "gemm" and int(r["m"]) <= MAX_TOKENS and fmt in GEMM_COPIES:
-            w = int(r["n"]) * int(r["k"]) * BPP[fmt]
-            ws = GEMM_COPIES[fmt] * w
+            w, copies = int(r["n"]) * int(r["k"]) * BPP[fmt], GEMM_COPIES[fmt]
         else:
             continue
-        out.append((r["gpu"], r["fmt"], w, ws, float(r["lat_us"])))
+        out.append((r["gpu"], r["fmt"], w, copies * w, float(r["lat_us"])))
     return out
 
 

@@ -160,11 +160,10 @@ def _dense(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[Weig
         if w.shard == "expert" or w.name == "embed":
             continue
         share = plan.tp if w.shard in ("tp", "vocab") else 1
-        dense_w += w.bytes / share
-        dense_s += 2 * w.params / share / hw.gpu.dense_flops_per_s(compute_dtype(w.fmt))
+        b, s = w.bytes / share, 2 * w.params / share / hw.gpu.dense_flops_per_s(compute_dtype(w.fmt))
+        dense_w, dense_s = dense_w + b, dense_s + s
         if w.name == "shared_experts":
-            shared_w += w.bytes / share
-            shared_s += 2 * w.params / share / hw.gpu.dense_flops_per_s(compute_dtype(w.fmt))
+            shared_w, shared_s = shared_w + b, shared_s + s
         by_fmt[w.fmt] = by_fmt.get(w.fmt, 0.0) + w.bytes
     fmt = max(by_fmt, key=lambda f: by_fmt[f]) if by_fmt else "bf16"
     calls = sum(ATTN_GEMMS[g.kind] * g.layers for g in arch.attn_groups) + MLP_GEMMS * arch.dense_mlp_layers + 1
