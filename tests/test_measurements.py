@@ -6,6 +6,7 @@ import csv
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -74,13 +75,15 @@ def test_silicon_dev_reads_zero_parallel_sizes_as_not_used(bench_dir: Path) -> N
 
 def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Path) -> None:
     # tests/data/bench/README.md: InferenceX's dsr1-{fp8,fp4}-b200-trt-mtp configs were the only ones on TRT-LLM
-    # 1.2.0rc6.post3 (MTP 3, 1 with attention-DP); qwen3.5-fp8-b200-sglang-mtp ran TP4 EP1 with 3 EAGLE steps
+    # 1.2.0rc6.post3, and the only B200 DeepSeek TRT-LLM ones swept on 2026-01-14 (1.1.0rc2.post2, PR #392) (MTP 3,
+    # 1 with attention-DP); qwen3.5-fp8-b200-sglang-mtp ran TP4 EP1 with 3 EAGLE steps
     rows = read_measurements(bench_dir / "silicon_dev.csv").rows
     spec = [m for m in rows if m.spec_tokens]
-    assert len(spec) == 100
+    assert len(spec) == 124
     trt = [m for m in spec if m.engine == "trtllm"]
-    assert len(trt) == 47 and {m.model for m in trt} == {"deepseek-ai/DeepSeek-R1"}
-    assert all(m.engine_version == "1.2.0rc6.post3" and m.spec_tokens == (1 if m.dp > 1 else 3) for m in trt)
+    assert len(trt) == 71 and {m.model for m in trt} == {"deepseek-ai/DeepSeek-R1"}
+    assert all(m.spec_tokens == (1 if m.dp > 1 else 3) for m in trt)
+    assert Counter(m.engine_version for m in trt) == {"1.2.0rc6.post3": 47, "1.1.0rc2.post2": 24}
     assert not [m for m in rows if m.engine_version == "1.2.0rc6.post3" and not m.spec_tokens]
     qwen = [m for m in spec if m.engine == "sglang" and m.model == "Qwen/Qwen3.5-397B-A17B"]
     assert len(qwen) == 30 and all((m.weight_dtype, m.tp, m.ep, m.spec_tokens) == ("fp8", 4, 1, 3) for m in qwen)
