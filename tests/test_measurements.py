@@ -54,10 +54,10 @@ def test_silicon_dev_reads_zero_parallel_sizes_as_not_used(bench_dir: Path) -> N
     raw = _raw_rows(path)
     zero_rows = {i for i, r in enumerate(raw, start=1) if "0" in (r["dp"], r["ep"])}
     result = read_measurements(path)
-    assert len(raw) == 1492
+    assert len(raw) == 1486
     assert len(zero_rows) == 19  # aiconfigurator "epnone" rows converted as ep=0 (and dp=0)
     assert result.rejected == []
-    assert len(result.rows) == 1492
+    assert len(result.rows) == 1486
     zero = [m for m in result.rows if m.row in zero_rows]
     assert len(zero) == 19 and all(m.dp >= 1 and m.ep == 1 for m in zero)
     assert {m.engine for m in result.rows} == {"vllm", "sglang", "trtllm"}
@@ -102,7 +102,7 @@ def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Pa
             assert twin is not None and m.tpot_ms < twin.tpot_ms and m.ttft_ms > twin.ttft_ms
     # the InferenceX scripts' FP8 KV cache (README: kv_cache_dtype), on the same campaigns
     fp8_kv = [m for m in rows if m.kv_cache_dtype == "fp8"]
-    assert len(fp8_kv) == 625
+    assert len(fp8_kv) == 767
     assert len([m for m in fp8_kv if m.model == "meta-llama/Llama-3.1-70B"]) == 254  # every Llama-3.1-70B row
     # B300 SGLang v0.5.10.post1 (dsr1_fp{8,4}_b300.sh, qwen3.5_fp{8,4}_b300.sh pass fp8_e4m3; Qwen3.5 BF16 none)
     b300 = [m for m in rows if m.hardware == "b300-sxm" and m.engine_version == "0.5.10.post1"]
@@ -111,19 +111,22 @@ def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Pa
     assert len([m for m in b300 if m.kv_cache_dtype == "fp8"]) == 47
     assert len([m for m in fp8_kv if m.model == "openai/gpt-oss-120b" and m.hardware == "b200-sxm"]) == 121
     auto = [m for m in rows if m.kv_cache_dtype == "auto"]  # gpt-oss on H100 (and B200 before 2025-12-08): no flag
-    assert len(auto) == 50 and {m.model for m in auto} == {"openai/gpt-oss-120b"}
+    assert len(auto) == 44 and {m.model for m in auto} == {"openai/gpt-oss-120b"}
     # length_ratio (README): InferenceX's --random-range-ratio 0.8, aiperf fixed lengths for the gap-analysis runs
     ratio = {v: [m for m in rows if m.length_ratio == v] for v in (0.8, 1.0, None)}
-    assert [len(ratio[v]) for v in (0.8, 1.0, None)] == [927, 563, 2]
+    assert [len(ratio[v]) for v in (0.8, 1.0, None)] == [921, 563, 2]
     assert all("_gap_analysis_" in m.source for m in ratio[None])
     # batch waiting (README): the InferenceX Llama-3.1-70B TRT-LLM scripts at 1k/1k below TP8, and DeepSeek-R1 FP8
+    # at 1k/1k from 64 users (one run labelled DeepSeek-V3)
     wait = [m for m in rows if m.batch_wait_iters]
     assert sorted({(m.model, m.batch_wait_iters, m.batch_wait_ratio) for m in wait}) == [
-        ("deepseek-ai/DeepSeek-R1", 40, 0.8), ("meta-llama/Llama-3.1-70B", 20, 0.9)]
+        ("deepseek-ai/DeepSeek-R1", 40, 0.8), ("deepseek-ai/DeepSeek-V3", 40, 0.8),
+        ("meta-llama/Llama-3.1-70B", 20, 0.9)]
+    assert sorted(m.concurrency for m in wait if m.batch_wait_iters == 40) == [64, 128]
     llama = [m for m in wait if m.batch_wait_iters == 20]
     assert len(llama) == 33 and all((m.engine, m.hardware, m.input_len, m.output_len) ==
                                     ("trtllm", "b200-sxm", 1024, 1024) and m.tp < 8 for m in llama)
-    assert len(wait) == 34 and not [m for m in rows if m.batch_wait_ratio and not m.batch_wait_iters]
+    assert len(wait) == 35 and not [m for m in rows if m.batch_wait_ratio and not m.batch_wait_iters]
     # SGLang --scheduler-recv-interval (README): 10 below 16 users and 30 from 16 in the InferenceX DeepSeek and
     # Qwen3.5 scripts (10 at any load for DeepSeek FP8 at TP4 and Qwen3.5 FP8 on B300); GLM-5's pass none
     polled = [m for m in rows if m.recv_interval > 1]
@@ -135,7 +138,7 @@ def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Pa
     # attention_dp_config (README): every TensorRT-LLM attention-DP row; DeepSeek's scripts 60/0, gpt-oss's defaults
     balanced = [m for m in rows if m.adp_timeout_iters]
     assert {(m.engine, m.dp > 1) for m in balanced} == {("trtllm", True)}
-    assert len(balanced) == len([m for m in rows if m.engine == "trtllm" and m.dp > 1]) == 35
+    assert len(balanced) == len([m for m in rows if m.engine == "trtllm" and m.dp > 1]) == 45
     assert {(m.model.split("/")[0], m.adp_timeout_iters, m.adp_batching_wait_iters) for m in balanced} == {
         ("deepseek-ai", 60, 0), ("openai", 50, 10)}
     # --mem-fraction-static (README): every InferenceX SGLang row; DeepSeek-R1 FP8 at TP4 ran 0.95
@@ -507,6 +510,29 @@ def test_clean_public_script(bench_dir: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "x.csv").exists()
 
 
+def test_silicon_dev_plans_are_the_scripts_not_the_ids(bench_dir: Path) -> None:
+    # tests/data/bench/README.md: the source's ids of the 2025-11-02 DeepSeek TensorRT-LLM B200 runs say ep1 (its result
+    # files then held no EP); InferenceX's dsr1_fp{4,8}_b200_trt_slurm.sh (e06929c70) chose EP = TP and attention-DP
+    # by load, and the SGLang FP4 script of 2025-11 passed --enable-ep-moe (EP = TP)
+    rows = {m.source.split("id=")[1]: m for m in read_measurements(bench_dir / "silicon_dev.csv").rows}
+
+    def plan(i: str) -> tuple[int, int, int, int]:
+        m = rows[i]
+        return m.tp, m.dp, m.ep, m.adp_timeout_iters
+
+    r1 = "2026_04_06_deepseek_r1_b200_sxm_trtllm_fp4_agg_"
+    assert plan(r1 + "8192x1024_c128_tp4_ep1_4") == (1, 4, 4, 60)  # 8k/1k above 32 users: EP and attention-DP
+    assert plan(r1 + "1024x1024_c16_tp8_ep1_98") == (8, 1, 8, 0)  # 1k/1k TP8 above 8 users: EP
+    assert plan(r1 + "1024x8192_c64_tp4_ep1_52") == (4, 1, 4, 0)  # TP4 above 32 users: EP, DP only from 256
+    assert plan(r1 + "1024x1024_c256_tp8_ep1_209") == (1, 8, 8, 60)
+    assert plan("dsr1_b200_trtllm_fp8_agg_1024x1024_c16_cfg75") == (8, 1, 8, 0)  # the FP8 script: EP = TP always
+    stale = [i for i, m in rows.items() if m.engine == "trtllm" and "_ep1_" in i and m.ep > 1]
+    assert len(stale) == 19 and all(i.startswith(r1) for i in stale)
+    sglang_fp4 = [m for m in rows.values() if m.engine == "sglang" and m.hardware == "b200-sxm"
+                  and m.model.startswith("deepseek-ai/") and m.weight_dtype == "nvfp4"]
+    assert sglang_fp4 and all(m.ep == m.tp for m in sglang_fp4)
+
+
 def test_silicon_dev_attention_dp_rows_read_the_benchmark_concurrency(bench_dir: Path) -> None:
     # aiconfigurator stores batch_size per attention-DP rank (and, for runs stored as TP x EP ranks, per one
     # of those); the id names the benchmark's own concurrency (tests/data/bench/README.md)
@@ -514,7 +540,7 @@ def test_silicon_dev_attention_dp_rows_read_the_benchmark_concurrency(bench_dir:
     raw = {i: r for i, r in enumerate(_raw_rows(path), start=1)}
     rows = {m.row: m for m in read_measurements(path).rows}
     dp = [m for m in rows.values() if m.dp > 1]
-    assert len(dp) == 35
+    assert len(dp) == 45
     cfg = next(m for m in dp if m.source.endswith("id=dsr1_b200_trtllm_fp4_agg_8192x1024_c256_cfg191"))
     assert (raw[cfg.row]["concurrency"], cfg.concurrency, cfg.dp) == ("4", 256, 8)  # stored 256 / 64
     per_rank = next(m for m in dp if m.source.endswith("_1024x1024_c64_tp8_0_ep8_0_976"))
@@ -574,10 +600,16 @@ def test_mem_fraction_is_not_tensorrt_llms() -> None:
 
 def test_the_scheduler_runs_ahead_as_the_column_says_else_as_the_release_did() -> None:
     # vLLM turned --async-scheduling on by default in 0.14; the gap-analysis Qwen3-32B runs (0.12.0) ran without
-    # it, the InferenceX gpt-oss H100 runs on 0.11.2 passed `async-scheduling: true` (tests/data/bench/README.md)
+    # it; an InferenceX script that passed `async-scheduling: true` on an older release says so in the column
+    # (tests/data/bench/README.md; the 3 dev rows that did, gpt-oss H100 on 0.11.2, were dropped with the 6
+    # runs whose client did not hold their concurrency)
     rows = read_measurements(REPO / "tests" / "data" / "bench" / "silicon_dev.csv").rows
     ahead = {(m.model, m.engine_version): m.scheduled_ahead for m in rows if m.engine == "vllm"}
-    assert ahead[("Qwen/Qwen3-32B", "0.12.0")] == 0 and ahead[("openai/gpt-oss-120b", "0.11.2")] == 1
+    assert ahead[("Qwen/Qwen3-32B", "0.12.0")] == 0
     assert ahead[("openai/gpt-oss-120b", "0.15.1")] == 1 and ahead[("meta-llama/Llama-3.1-70B", None)] == 1
-    assert [m.model for m in rows if m.async_scheduling is not None] == ["openai/gpt-oss-120b"] * 3
+    assert not [m for m in rows if m.async_scheduling is not None or m.engine_version == "0.11.2"]
     assert {m.scheduled_ahead for m in rows if m.engine in ("sglang", "trtllm")} == {1}
+    cells = {"model": "openai/gpt-oss-120b", "hardware": "h100-sxm", "engine": "vllm", "engine_version": "0.11.2",
+             "tp": "4", "concurrency": "64", "tpot_ms": "9", "source": "t"}
+    told = [build_row({**cells, "async_scheduling": v}, file="t.csv", row=1) for v in ("1", "0", "")]
+    assert [m.scheduled_ahead for m in told if isinstance(m, Measurement)] == [1, 0, 0]
