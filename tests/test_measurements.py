@@ -102,7 +102,7 @@ def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Pa
             assert twin is not None and m.tpot_ms < twin.tpot_ms and m.ttft_ms > twin.ttft_ms
     # the InferenceX scripts' FP8 KV cache (README: kv_cache_dtype), on the same campaigns
     fp8_kv = [m for m in rows if m.kv_cache_dtype == "fp8"]
-    assert len(fp8_kv) == 767
+    assert len(fp8_kv) == 796
     assert len([m for m in fp8_kv if m.model == "meta-llama/Llama-3.1-70B"]) == 254  # every Llama-3.1-70B row
     # B300 SGLang v0.5.10.post1 (dsr1_fp{8,4}_b300.sh, qwen3.5_fp{8,4}_b300.sh pass fp8_e4m3; Qwen3.5 BF16 none)
     b300 = [m for m in rows if m.hardware == "b300-sxm" and m.engine_version == "0.5.10.post1"]
