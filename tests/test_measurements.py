@@ -608,6 +608,9 @@ def test_the_scheduler_runs_ahead_as_the_column_says_else_as_the_release_did() -
     assert ahead[("Qwen/Qwen3-32B", "0.12.0")] == 0
     assert ahead[("openai/gpt-oss-120b", "0.15.1")] == 1 and ahead[("meta-llama/Llama-3.1-70B", None)] == 1
     assert not [m for m in rows if m.async_scheduling is not None or m.engine_version == "0.11.2"]
+    # the dropped "512-user" runs: InferenceX swept gpt-oss on H100 vLLM at 4-64 users only
+    assert max(m.concurrency for m in rows if m.model == "openai/gpt-oss-120b" and m.hardware == "h100-sxm"
+               and m.engine == "vllm") == 64
     assert {m.scheduled_ahead for m in rows if m.engine in ("sglang", "trtllm")} == {1}
     cells = {"model": "openai/gpt-oss-120b", "hardware": "h100-sxm", "engine": "vllm", "engine_version": "0.11.2",
              "tp": "4", "concurrency": "64", "tpot_ms": "9", "source": "t"}
