@@ -8,9 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 from conftest import CASE_STUDY
 
-from advisor.calibrate.consistency import contradiction, dominates, inconsistent, slower_than_dominated
+from advisor.calibrate.consistency import (
+    beyond_peak,
+    contradiction,
+    dominates,
+    inconsistent,
+    peak_share,
+    slower_than_dominated,
+)
 from advisor.calibrate.fit import Calibrator
 from advisor.calibrate.measurements import Measurement
 from advisor.calibrate.pooled import PooledCalibrator
@@ -152,3 +160,47 @@ def test_the_shipped_rows_slower_than_a_gpu_they_outrank_are_the_b300_deepseek_8
     pooled = PooledCalibrator().fit({k: b for k, b in buckets.items() if k[1] == "sglang"})
     assert pooled.rows_["b300-sxm"] == len(buckets[("b300-sxm", "sglang")].rows) - 7
     assert len(pooled.set_aside_["b300-sxm"]) == 4  # four sweeps (the receive interval splits a plan's users)
+
+
+def test_the_peak_share_is_the_closed_loop_rate_times_the_non_expert_gemm_floor() -> None:
+    # Qwen3-32B (config.json): hidden 5120, 64 layers, 64 x 128 query and 8 x 128 KV dims, MLP 25600, vocab 151936
+    # (untied head): per layer 5120 x (8192 + 2 x 1024) + 8192 x 5120 + 3 x 5120 x 25600 = 487.6 M; x 64 = 31.21 B,
+    # with the head 31.98 B non-expert, non-embedding parameters. H100 dense BF16: 989 TFLOP/s; TP2.
+    row = _row(64, 20.0)
+    _, buckets = prepare([row])
+    b = buckets[("h100-sxm", "vllm")]
+    params = 64 * (5120 * (8192 + 2 * 1024) + 8192 * 5120 + 3 * 5120 * 25600) + 151936 * 5120
+    gemm_s = 2 * params / 2 / 989e12
+    assert abs(b.features.dense_gemm_s[0] / gemm_s - 1) < 0.002  # the norms' few parameters
+    head_s = 2 * 151936 * 5120 / 2 / 989e12
+    rate = 64 / (0.100 + 255 * 0.020)  # users / (TTFT + (O - 1) TPOT), O = 256
+    want = rate * (1024 * (gemm_s - head_s) + 256 * gemm_s)
+    got = peak_share(b.features, b.hw, b.concurrency, b.input_len, b.output_len, np.array([100.0]),
+                     np.array([20.0]))
+    assert abs(got[0] / want - 1) < 0.003 and abs(got[0] - 0.50) < 0.01  # 12.3 requests/s x 40.6 ms
+    assert beyond_peak(b.rows, b.features, b.hw, b.input_len, b.output_len) == {}
+    fast = Measurement(**{**row.model_dump(), "concurrency": 2048, "ttft_ms": 50.0, "tpot_ms": 5.0})
+    _, buckets = prepare([fast])  # 2048 users at 5 ms a token: 1,546 requests/s x 40.6 ms
+    b = buckets[("h100-sxm", "vllm")]
+    why = beyond_peak(b.rows, b.features, b.hw, b.input_len, b.output_len)
+    assert list(why) == [0] and "62.7x the GPUs' peak FLOP/s" in why[0]
+
+
+def test_the_shipped_rows_beyond_their_gpus_peak_are_the_two_qwen3_32b_15000_token_rows() -> None:
+    # Their ids say 416 and 448 users (the concurrency the loader takes); the source's cells say 13 and 14
+    rows = [r for f in (BENCH / "silicon_dev.csv", BENCH / "public_clean.csv", CASE_STUDY)
+            for r in read_measurements(f).rows]
+    _, buckets = prepare(rows)
+    flagged, most = [], 0.0
+    for b in buckets.values():
+        share = peak_share(b.features, b.hw, b.concurrency, b.input_len, b.output_len,
+                           np.array([r.ttft_ms or np.nan for r in b.rows]),
+                           np.array([r.tpot_ms or np.nan for r in b.rows]))
+        flagged += [(b.rows[i].hardware, b.rows[i].concurrency, round(float(share[i]), 1))
+                    for i in beyond_peak(b.rows, b.features, b.hw, b.input_len, b.output_len)]
+        most = max([most, *(s for s in share if np.isfinite(s) and s <= 1)])
+    assert sorted(flagged) == [("b200-sxm", 416, 3.0), ("gb200", 448, 2.9)]
+    assert 0.4 < most < 0.5  # every other row: at most 0.47 (H100 TensorRT-LLM Llama-3.1-8B, 128 users)
+    fit = Calibrator(cv=False).fit(buckets[("b200-sxm", "trtllm")])
+    assert [(r.model, r.input_len, r.concurrency) for r, _ in fit.set_aside_] == [
+        ("nvidia/Qwen3-32B-NVFP4", 15000, 416)]

@@ -8,7 +8,13 @@ from conftest import COLLECTIVES
 
 from advisor.hardware import load_profile
 from advisor.hardware.aic_data import custom_series, read_aic_csv, score, systems_and_sizes
-from advisor.hardware.comm import allreduce_backend, allreduce_backend_reason, collective_time_us
+from advisor.hardware.comm import (
+    allreduce_backend,
+    allreduce_backend_reason,
+    collective_time_us,
+    link_allreduce_us,
+    trtllm_allreduce_timer,
+)
 from advisor.hardware.placement import group_path, pick_gpus
 
 AIC_TO_ID = {
@@ -173,3 +179,25 @@ def test_a_term_follows_its_measured_curve_then_its_regimes() -> None:
     assert term_time_us(term, at, "allreduce", 8, curve=False) == pytest.approx(
         two_regime_us(at, bus_factor("allreduce", 8), term.small_latency_us, term.small_busbw_gbps,
                       term.switch_bytes, term.large_latency_us, term.large_busbw_gbps))
+
+
+def test_link_allreduce_is_the_faster_of_one_shot_and_two_shot_at_the_link_rate() -> None:
+    # 512 KiB over 8 GPUs at 900 GB/s, 7.32 us per phase: one-shot 7.32 + 7 x 524288 / 900e3 = 11.40 us,
+    # two-shot 2 x 7.32 + 2 x 7/8 x 524288 / 900e3 = 15.66 us
+    assert link_allreduce_us(np.array([524288.0]), 8, 7.32, 900.0)[0] == pytest.approx(11.398, abs=0.01)
+    # 8 MB: one-shot 69.5 us, two-shot 30.2 us
+    assert link_allreduce_us(np.array([8e6]), 8, 7.32, 900.0)[0] == pytest.approx(2 * 7.32 + 1.75 * 8e6 / 900e3)
+
+
+def test_trtllm_allreduce_runs_its_kernels_on_nvlink_and_vllm_rules_on_pcie() -> None:
+    b200 = load_profile("b200-sxm")
+    t = trtllm_allreduce_timer(b200, 8)
+    lat = next(c.small_latency_us for c in b200.collectives if c.backend == "vllm_custom" and c.gpus == 8)
+    assert t(np.array([524288.0]))[0] == pytest.approx(lat + 7 * 524288 / 900e3)
+    # vLLM's own one-shot measured on B200 at 8 GPUs runs at a fraction of the link (~25 us at 512 KiB)
+    assert t(np.array([524288.0]))[0] < 0.6 * float(collective_time_us(b200, "allreduce", 524288.0, 8))
+    nccl_16mb = float(collective_time_us(b200, "allreduce", 16e6, 8, engine="nccl"))
+    assert t(np.array([16e6]))[0] == pytest.approx(nccl_16mb)  # beyond the 8 MB workspace: NCCL
+    rtx = load_profile("rtx-pro-6000-server")  # PCIe: no NVLink group, vLLM's rules (NCCL above 2 GPUs)
+    S = np.array([16384.0, 524288.0])
+    np.testing.assert_allclose(trtllm_allreduce_timer(rtx, 4)(S), collective_time_us(rtx, "allreduce", S, 4))

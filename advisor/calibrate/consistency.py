@@ -15,13 +15,24 @@ fast. A sweep on it whose TPOT is more than TPOT_DROP times the other GPU's for 
 spec sheet holds, a kernel path that release lacked for that GPU (`slower_than_dominated`; e.g. SGLang
 v0.5.10.post1 DeepSeek-R1 with 8192-token prompts on B300, 1.6-2.2x the TPOT of the same recipe on B200 under
 0.5.9). Fitted through, such rows set the GPU's terms for every other model on it.
+
+Against the GPUs' peak (`beyond_peak`): a row's users, lengths, TTFT and TPOT say how many prompt and output
+tokens a second its GPUs ran; each passes the model's non-expert GEMMs, whose FLOPs at the spec sheet's dense
+rate are a floor on its time (`Features.dense_gemm_s`; the prompt's tokens skip the output head). A row that
+needs more than the GPUs' whole time for them did not run the users it is labelled with (e.g. aiconfigurator's
+Qwen3-32B NVFP4 TP2 rows at 15000/500, whose ids say 416 and 448 users where the source's cell says 13 and 14:
+3.0x and 2.9x the peak at the ids' users, 0.1x at the cell's; every other row of silicon_dev.csv is below 0.5x).
+Prompts are taken as computed in full, so a benchmark of repeated prompts served from a prefix cache fails it too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+import numpy as np
+
 from advisor.calibrate.measurements import Measurement
+from advisor.cost.features import Features
 from advisor.hardware.schema import HardwareProfile
 
 TPOT_DROP = 1.5  # beyond the run-to-run spread of TPOT (a few %) and CUDA-graph padding steps (~10-20%)
@@ -113,3 +124,32 @@ def _slower_why(r: Measurement, hw: str, other: str, ref: Measurement) -> str:
     return (f"{r.model} on {hw}/{r.engine or 'vllm'} {r.engine_version or ''} TP{r.tp} {r.input_len}/{r.output_len} "
             f"at {r.concurrency} users: TPOT {t:g} ms, {t / t0:.1f}x the same run on {other} "
             f"{ref.engine_version or ''} ({t0:g} ms), a GPU it is at least on every spec")
+
+
+def peak_share(F: Features, hw: HardwareProfile, concurrency: np.ndarray, input_len: np.ndarray,
+               output_len: np.ndarray, ttft_ms: np.ndarray, tpot_ms: np.ndarray) -> np.ndarray:
+    """Share of one GPU's time its non-expert GEMMs take at the dense peak, for the rate a row's latencies imply
+    in a closed loop: requests/s = users / (TTFT + (O - 1) TPOT), per DP rank; each request's O output tokens cost
+    `dense_gemm_s` each, its I prompt tokens that less the output head's 2 x vocab x hidden / TP FLOPs (at the
+    BF16 rate, the slowest a head runs: a floor); a PP stage holds 1 / PP of it. Nan where TTFT or TPOT is not
+    measured (a tok/s figure may count decode time only)."""
+    rate = concurrency / ((ttft_ms + np.maximum(output_len - 1, 0) * tpot_ms) * 1e-3)
+    head_s = 2 * F.vocab * F.hidden / F.tp / hw.gpu.dense_flops_per_s("bf16")
+    per_request = input_len * np.maximum(F.dense_gemm_s - head_s, 0) + output_len * F.dense_gemm_s
+    return rate / np.maximum(F.dp, 1) * per_request / np.maximum(F.pp, 1)
+
+
+def beyond_peak(rows: Sequence[Measurement], F: Features, hw: HardwareProfile, input_len: np.ndarray,
+                output_len: np.ndarray) -> dict[int, str]:
+    """Positions in `rows` (with their features [N] and the mean lengths the benchmark ran) of the rows whose
+    measurements need more than their GPUs' peak (`peak_share` > 1), with the reason."""
+    def col(name: str) -> np.ndarray:
+        return np.array([getattr(r, name) or np.nan for r in rows], float)
+
+    conc = np.array([r.concurrency for r in rows], float)
+    share = peak_share(F, hw, conc, input_len, output_len, col("ttft_ms"), col("tpot_ms"))
+    return {i: (f"{r.model} on {hw.id}/{r.engine or 'vllm'} {r.engine_version or ''} TP{r.tp} "
+                f"{r.input_len}/{r.output_len} at {r.concurrency} users: its TTFT and TPOT need {share[i]:.1f}x "
+                "the GPUs' peak FLOP/s for the non-expert GEMMs alone: it ran fewer users, or served its prompts "
+                "from a prefix cache")
+            for i, r in enumerate(rows) if share[i] > 1.0}

@@ -17,7 +17,7 @@ from typing import NoReturn
 
 import numpy as np
 
-from advisor.calibrate.consistency import inconsistent
+from advisor.calibrate.consistency import beyond_peak, inconsistent
 from advisor.calibrate.loss import F_SCALE, heavy_tailed, robust_loss
 from advisor.calibrate.loss import NAME as LOSS_NAME
 from advisor.calibrate.measurements import Measurement
@@ -105,9 +105,10 @@ def subset(b: Bucket, keep: np.ndarray) -> Bucket:
 
 
 def consistent(b: Bucket) -> tuple[Bucket, dict[int, str]]:
-    """The bucket without the rows of sweeps that contradict themselves (`calibrate/consistency.py`), and
-    those rows (positions in the bucket) with the reason; what a fit learns from."""
-    bad = inconsistent(b.rows)
+    """The bucket without the rows of sweeps that contradict themselves and the rows that need more than their
+    GPUs' peak (`calibrate/consistency.py`), and those rows (positions in the bucket) with the reason; what a fit
+    learns from."""
+    bad = {**beyond_peak(b.rows, b.features, b.hw, b.input_len, b.output_len), **inconsistent(b.rows)}
     return (subset(b, np.array([j not in bad for j in range(len(b.rows))], bool)) if bad else b), bad
 
 

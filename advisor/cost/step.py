@@ -37,18 +37,17 @@ SHARED_STREAM_TOKENS = 256  # vLLM's VLLM_SHARED_EXPERTS_STREAM_TOKEN_THRESHOLD 
 
 
 def comm_fn(hw: HardwareProfile, engine: str) -> Comm:
-    """Collective time on the profile's measured terms; TensorRT-LLM's allreduce follows the same rules as
-    vLLM's custom allreduce (one-shot / two-shot on NVLink, NCCL on PCIe: `tensorrt_llm/_torch/distributed/
-    ops.py: AllReduce` with strategy AUTO), with its own kernels' switch points: the smooth two-regime terms,
-    not vLLM's measured curve."""
-    from advisor.hardware.comm import collective_timer
+    """Collective time on the profile's measured terms; TensorRT-LLM's allreduce by its own one-/two-shot
+    kernels at the NVLink's rate (`hardware/comm.py: trtllm_allreduce_timer`), its other collectives as vLLM's."""
+    from advisor.hardware.comm import collective_timer, trtllm_allreduce_timer
 
     physics = "vllm" if engine == "trtllm" else engine
     timers: dict[tuple[str, int], Callable[[np.ndarray], np.ndarray]] = {}
 
     def f(op: str, nbytes: np.ndarray, n: int) -> np.ndarray:
         if (op, n) not in timers:  # placement and terms resolved once per (op, group size)
-            timers[op, n] = collective_timer(hw, op, n, engine=physics, custom_curve=engine != "trtllm")
+            timers[op, n] = trtllm_allreduce_timer(hw, n) if (engine, op) == ("trtllm", "allreduce") \
+                else collective_timer(hw, op, n, engine=physics, custom_curve=engine != "trtllm")
         return timers[op, n](nbytes) * 1e-6
 
     return f

@@ -158,6 +158,46 @@ def custom_allreduce_limit(hw: HardwareProfile, gpus: Sequence[int], engine: str
     )
 
 
+# TensorRT-LLM's in-engine allreduce workspace: 16 MB on two GPUs, 8 MB above (`cpp/tensorrt_llm/common/
+# customAllReduceUtils.h: getMaxRequiredWorkspaceSize`); larger messages go to NCCL.
+TRTLLM_AR_MAX_BYTES = {2: 16e6}
+TRTLLM_AR_DEFAULT_MAX_BYTES = 8e6
+
+
+def link_allreduce_us(S: np.ndarray, n: int, latency_us: float, link_gbps: float) -> np.ndarray:
+    """An in-engine allreduce of S bytes over n NVLink GPUs at the link's rate, the faster of one-shot (every
+    GPU reads the n - 1 peers' S bytes: lat + (n - 1) S / link) and two-shot (reduce-scatter then all-gather,
+    two phases: 2 lat + 2 (n - 1) / n S / link). TensorRT-LLM's AUTO strategy picks between them per size from
+    the fastest it measured (`customAllReduceUtils.h: AllReduceBestStrategyTableSM100`/`SM90`)."""
+    S = np.asarray(S, dtype=float)
+    one = latency_us + S * (n - 1) / (link_gbps * 1e3)
+    two = 2 * latency_us + 2 * S * (n - 1) / n / (link_gbps * 1e3)
+    return np.minimum(one, two)
+
+
+def trtllm_allreduce_timer(hw: HardwareProfile, n_gpus: int) -> Callable[[float | np.ndarray], np.ndarray]:
+    """TensorRT-LLM's allreduce (`tensorrt_llm/_torch/distributed/ops.py: AllReduce`, strategy AUTO) on n GPUs:
+    on a fully NVLink-connected group its one-/two-shot kernels within the workspace (`link_allreduce_us`, each
+    phase paying the measured latency floor of the in-engine kernel the profile has, vLLM's custom allreduce;
+    no profile times TensorRT-LLM's own), NCCL's measured terms beyond; elsewhere vLLM's rules and terms."""
+    group = pick_gpus(hw, n_gpus) if n_gpus > 1 else []
+    n = len(group)
+    nccl = find_term(hw, "allreduce", n, "nccl") if n > 1 else None
+    custom = find_term(hw, "allreduce", n, "vllm_custom") if n > 1 else None
+    links = [lk.p2p_bw_gbps for lk in hw.topology.links if lk.path == "nvlink"]
+    path = group_path(hw.topology, group) if n > 1 else None
+    if nccl is None or custom is None or not links or path != "nvlink":
+        return collective_timer(hw, "allreduce", n_gpus, engine="vllm", custom_curve=False)
+    limit = TRTLLM_AR_MAX_BYTES.get(n, TRTLLM_AR_DEFAULT_MAX_BYTES)
+
+    def timed(nbytes: float | np.ndarray) -> np.ndarray:
+        S = np.asarray(nbytes, dtype=float)
+        return np.where(S < limit, link_allreduce_us(S, n, custom.small_latency_us, max(links)),
+                        _term_time(hw, nccl, S, "allreduce", n, path))
+
+    return timed
+
+
 def _check(op: str, engine: str) -> None:
     if op not in OPS:
         raise AdvisorError(f"collective op {op!r}: expected one of {', '.join(OPS)}")
