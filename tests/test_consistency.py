@@ -111,7 +111,7 @@ def test_calibrate_with_only_contradicting_rows_is_one_line_and_exit_2(tmp_path:
     r = subprocess.run([sys.executable, "-m", "advisor.cli", "calibrate", str(src), "--hw", "gb200", "--engine",
                         "trtllm", "-o", str(out), "--force"], capture_output=True, text=True)
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1 and "every sweep contradicts itself" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "every row contradicts its sweep or its GPUs" in r.stderr
     assert not out.exists() and list(tmp_path.iterdir()) == [src]
 
 
@@ -204,3 +204,18 @@ def test_the_shipped_rows_beyond_their_gpus_peak_are_the_two_qwen3_32b_15000_tok
     fit = Calibrator(cv=False).fit(buckets[("b200-sxm", "trtllm")])
     assert [(r.model, r.input_len, r.concurrency) for r, _ in fit.set_aside_] == [
         ("nvidia/Qwen3-32B-NVFP4", 15000, 416)]
+
+
+def test_calibrate_on_a_row_beyond_its_gpus_peak_says_why_in_one_line_and_exit_2(tmp_path: Path) -> None:
+    lines = (BENCH / "silicon_dev.csv").read_text().splitlines()
+    mine = [ln for ln in lines[1:] if ln.startswith("nvidia/Qwen3-32B-NVFP4,b200-sxm,trtllm,") and ",15000,500," in ln]
+    assert len(mine) == 1
+    src = tmp_path / "beyond_peak.csv"
+    src.write_text("\n".join([lines[0], *mine]) + "\n")
+    out = tmp_path / "cal.json"
+    r = subprocess.run([sys.executable, "-m", "advisor.cli", "calibrate", str(src), "--hw", "b200-sxm", "--engine",
+                        "trtllm", "-o", str(out), "--force"], capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert "at 416 users: its TTFT and TPOT need 3.0x the GPUs' peak FLOP/s" in r.stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == [src]

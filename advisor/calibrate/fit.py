@@ -68,7 +68,8 @@ class Calibrator:
         bucket, bad = consistent(bucket)
         self.set_aside_ = [(rows[j], why) for j, why in sorted(bad.items())]
         if not bucket.index:
-            raise AdvisorError(f"no rows left to fit: every sweep contradicts itself ({self.set_aside_[0][1]})")
+            raise AdvisorError("no rows left to fit: every row contradicts its sweep or its GPUs "
+                               f"({self.set_aside_[0][1]})")
         self.refused_ = refusals(bucket)
         self.fitted_ = [k for k in NAMES if k not in self.refused_]
         self.terms_ = _solve(bucket, self.fitted_, self.prior)

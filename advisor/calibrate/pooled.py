@@ -61,8 +61,8 @@ class PooledCalibrator:
     """`PooledCalibrator(prior).fit(buckets)` (buckets of one engine, keyed (hardware, engine)) sets `global_`
     (engine-wide Terms), `per_hardware_` (hardware -> Terms), `deviations_` (hardware -> {term: logit shift}),
     `refused_` (term -> why it kept its prior), `bounds_hit_`, `rows_` (hardware -> rows fitted), `set_aside_`
-    (hardware -> why sweeps that contradict themselves, or a GPU they outrank on every spec, were left out,
-    `calibrate/consistency.py`) and returns self;
+    (hardware -> why sweeps that contradict themselves or a GPU they outrank on every spec, and rows beyond their
+    GPUs' peak, were left out, `calibrate/consistency.py`) and returns self;
     `terms_for(hardware)` gives a GPU's terms (engine-wide for one it never saw)."""
 
     global_: Terms
@@ -152,8 +152,8 @@ def _measured(b: Bucket) -> dict[str, np.ndarray]:
 
 
 def _consistent(buckets: Mapping[Key, Bucket]) -> tuple[dict[Key, Bucket], dict[str, list[str]]]:
-    """The buckets without the rows of sweeps that contradict themselves or a GPU they outrank on every spec
-    (`calibrate/consistency.py`), and per GPU why rows were set aside."""
+    """The buckets without the rows of sweeps that contradict themselves or a GPU they outrank on every spec, and
+    the rows beyond their GPUs' peak (`calibrate/consistency.py`), and per GPU why rows were set aside."""
     from advisor.calibrate.splits import architecture_of
 
     cleaned = {k: consistent(b) for k, b in buckets.items()}

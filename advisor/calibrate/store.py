@@ -59,7 +59,7 @@ class HardwareFit(BaseModel):
     terms: Terms
     rows: int
     deviations: dict[str, float] = {}  # logit shift from the engine-wide value, per term the rows inform
-    set_aside: list[str] = []  # sweeps left out of the fit: they contradict themselves (`calibrate/consistency.py`)
+    set_aside: list[str] = []  # rows left out of the fit, and why (`calibrate/consistency.py`)
 
 
 class PooledFit(BaseModel):

@@ -135,7 +135,8 @@ def _print(doc: dict[str, Any]) -> None:
         c.add_row(m, str(s["n"]), str(s.get("median_abs_pct", "-")), str(s.get("p90_abs_pct", "-")))
     console.print(c)
     if doc["rows_set_aside"]:
-        console.print(f"rows set aside (a sweep that contradicts itself): {len(doc['rows_set_aside'])}")
+        console.print(f"rows set aside (their sweep contradicts itself, or they need more than the GPUs' peak): "
+                      f"{len(doc['rows_set_aside'])}")
         for why in sorted({r["reason"] for r in doc["rows_set_aside"]}):
             console.print(f"  {why}")
     console.print(f"rows rejected: {len(doc['rows_rejected'])}")
