@@ -159,7 +159,9 @@ def custom_allreduce_limit(hw: HardwareProfile, gpus: Sequence[int], engine: str
 
 
 # TensorRT-LLM's in-engine allreduce workspace: 16 MB on two GPUs, 8 MB above (`cpp/tensorrt_llm/common/
-# customAllReduceUtils.h: getMaxRequiredWorkspaceSize`); larger messages go to NCCL.
+# customAllReduceUtils.h: getMaxRequiredWorkspaceSize` at NVIDIA/TensorRT-LLM@005b299b; later revisions allow
+# 64 MiB), and its SM100 strategy table turns to NCCL at the same sizes (hidden 8192: from 512 tokens at TP8,
+# 1024 at TP2); larger messages go to NCCL.
 TRTLLM_AR_MAX_BYTES = {2: 16e6}
 TRTLLM_AR_DEFAULT_MAX_BYTES = 8e6
 
