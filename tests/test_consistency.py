@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import CASE_STUDY
 
 from advisor.calibrate.consistency import (
@@ -101,17 +102,25 @@ def test_calibrate_cli_reports_the_rows_it_set_aside(tmp_path: Path) -> None:
     assert sorted(r["row"] for r in doc["rows_set_aside"]) == list(range(4, 16))  # data rows 4-15: the 1.3.0rc1 ones
 
 
-def test_calibrate_with_only_contradicting_rows_is_one_line_and_exit_2(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("prefix", "lengths", "rows", "hw", "says"), [
+    # a sweep that contradicts itself
+    ("Qwen/Qwen3-32B,gb200,trtllm,1.3.0rc1,", ",2000,500,", 6, "gb200", "every row contradicts its sweep or its GPUs"),
+    # a row beyond its GPUs' peak at the users its id names
+    ("nvidia/Qwen3-32B-NVFP4,b200-sxm,trtllm,", ",15000,500,", 1, "b200-sxm",
+     "at 416 users: its TTFT and TPOT need 3.0x the GPUs' peak FLOP/s"),
+])
+def test_calibrate_with_only_set_aside_rows_is_one_line_and_exit_2(tmp_path: Path, prefix: str, lengths: str,
+                                                                   rows: int, hw: str, says: str) -> None:
     lines = (BENCH / "silicon_dev.csv").read_text().splitlines()
-    mine = [ln for ln in lines[1:] if ln.startswith("Qwen/Qwen3-32B,gb200,trtllm,1.3.0rc1,") and ",2000,500," in ln]
-    assert len(mine) == 6
-    src = tmp_path / "bad_sweep.csv"
+    mine = [ln for ln in lines[1:] if ln.startswith(prefix) and lengths in ln]
+    assert len(mine) == rows
+    src = tmp_path / "set_aside.csv"
     src.write_text("\n".join([lines[0], *mine]) + "\n")
     out = tmp_path / "cal.json"
-    r = subprocess.run([sys.executable, "-m", "advisor.cli", "calibrate", str(src), "--hw", "gb200", "--engine",
+    r = subprocess.run([sys.executable, "-m", "advisor.cli", "calibrate", str(src), "--hw", hw, "--engine",
                         "trtllm", "-o", str(out), "--force"], capture_output=True, text=True)
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1 and "every row contradicts its sweep or its GPUs" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and says in r.stderr
     assert not out.exists() and list(tmp_path.iterdir()) == [src]
 
 
@@ -204,18 +213,3 @@ def test_the_shipped_rows_beyond_their_gpus_peak_are_the_two_qwen3_32b_15000_tok
     fit = Calibrator(cv=False).fit(buckets[("b200-sxm", "trtllm")])
     assert [(r.model, r.input_len, r.concurrency) for r, _ in fit.set_aside_] == [
         ("nvidia/Qwen3-32B-NVFP4", 15000, 416)]
-
-
-def test_calibrate_on_a_row_beyond_its_gpus_peak_says_why_in_one_line_and_exit_2(tmp_path: Path) -> None:
-    lines = (BENCH / "silicon_dev.csv").read_text().splitlines()
-    mine = [ln for ln in lines[1:] if ln.startswith("nvidia/Qwen3-32B-NVFP4,b200-sxm,trtllm,") and ",15000,500," in ln]
-    assert len(mine) == 1
-    src = tmp_path / "beyond_peak.csv"
-    src.write_text("\n".join([lines[0], *mine]) + "\n")
-    out = tmp_path / "cal.json"
-    r = subprocess.run([sys.executable, "-m", "advisor.cli", "calibrate", str(src), "--hw", "b200-sxm", "--engine",
-                        "trtllm", "-o", str(out), "--force"], capture_output=True, text=True)
-    assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1
-    assert "at 416 users: its TTFT and TPOT need 3.0x the GPUs' peak FLOP/s" in r.stderr
-    assert not out.exists() and list(tmp_path.iterdir()) == [src]

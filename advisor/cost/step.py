@@ -47,7 +47,7 @@ def comm_fn(hw: HardwareProfile, engine: str) -> Comm:
     def f(op: str, nbytes: np.ndarray, n: int) -> np.ndarray:
         if (op, n) not in timers:  # placement and terms resolved once per (op, group size)
             timers[op, n] = trtllm_allreduce_timer(hw, n) if (engine, op) == ("trtllm", "allreduce") \
-                else collective_timer(hw, op, n, engine=physics, custom_curve=engine != "trtllm")
+                else collective_timer(hw, op, n, engine=physics)
         return timers[op, n](nbytes) * 1e-6
 
     return f
