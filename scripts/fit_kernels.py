@@ -319,9 +319,10 @@ def predict_moe(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dict[str,
 
 
 def predict_gemm(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dict[str, float]) -> np.ndarray:
-    from advisor.cost.kernels import gemm_us
+    from advisor.cost.kernels import NO_INPUT_QUANT, TABLE_INPUT_QUANT, gemm_us
 
-    return gemm_us(f, c["m"], c["n"], c["k"], c["n"] * c["k"] * c["bpp"], c["bw"], c["peak"], P)
+    quant = np.array([TABLE_INPUT_QUANT.get(fmt, NO_INPUT_QUANT) for fmt in c["fmt"]]).T
+    return gemm_us(f, c["m"], c["n"], c["k"], c["n"] * c["k"] * c["bpp"], c["bw"], c["peak"], P, quant)
 
 
 def predict_attention(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dict[str, float]) -> np.ndarray:

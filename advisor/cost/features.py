@@ -47,6 +47,8 @@ class Features:
     shared_calls: np.ndarray
     gemm_e_bw: np.ndarray
     gemm_e_f: np.ndarray
+    quant_calls: np.ndarray  # input quantizations the engine runs as kernels of their own per forward
+    quant_t0_us: np.ndarray  # fixed latency of one (`kernels.quant_t0_us`)
     moe_layers: np.ndarray
     experts: np.ndarray  # routed experts of the model
     topk: np.ndarray
@@ -139,7 +141,7 @@ def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Se
     b, _ = kv_elem_bytes(arch, settings, hw.gpu.sm or "")
     return {
         "layers": arch.num_layers, "hidden": arch.hidden_size, "vocab": arch.vocab_size, "tp": plan.tp,
-        "pp": plan.pp, "dp": plan.dp, "ep": plan.ep, **_dense(arch, plan, hw, weights, fp4),
+        "pp": plan.pp, "dp": plan.dp, "ep": plan.ep, **_dense(arch, plan, hw, weights, fp4, settings.engine),
         **_moe(arch, plan, hw, weights, fp4), **_attention(arch, plan, b, hw.gpu.sm or ""),
         "kv_full": arch.kv_bytes_per_token(plan.tp, b), "kv_win": arch.windowed_kv_bytes_per_token(plan.tp, b),
         "state_bytes": arch.state_bytes_per_seq(plan.tp), **_gdn(arch, plan),
@@ -151,9 +153,10 @@ def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Se
 
 
 def _dense(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[WeightGroup, ...],
-           fp4: bool) -> dict[str, float]:
-    """Non-expert GEMMs: bytes read and seconds at peak per token, calls, and the kernel parameters of the
-    format holding most of their bytes."""
+           fp4: bool, engine: str) -> dict[str, float]:
+    """Non-expert GEMMs: bytes read and seconds at peak per token, calls, the kernel parameters of the
+    format holding most of their bytes, and the input quantizations the engine leaves unfused
+    (`kernels.VLLM_UNFUSED_QUANT`)."""
     dense_w = dense_s = shared_w = shared_s = 0.0
     by_fmt: dict[str, float] = {}
     for w in weights:
@@ -171,9 +174,13 @@ def _dense(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[Weig
     if arch.moe is not None:
         calls += arch.moe.moe_layers + shared_calls
     g = kernels.gemm_params(fmt, fp4)
+    per_attn, per_mlp = kernels.VLLM_UNFUSED_QUANT.get(fmt, (0, 0)) if engine == "vllm" else (0, 0)
+    attn_layers = sum(grp.layers for grp in arch.attn_groups)
+    quant_calls = per_attn * attn_layers + per_mlp * arch.dense_mlp_layers
     return {"dense_w_bytes": dense_w, "dense_gemm_s": dense_s, "gemm_calls": float(calls),
             "shared_w_bytes": shared_w, "shared_gemm_s": shared_s, "shared_calls": float(shared_calls),
-            "gemm_e_bw": g["e_bw"], "gemm_e_f": g["e_f"]}
+            "gemm_e_bw": g["e_bw"], "gemm_e_f": g["e_f"], "quant_calls": float(quant_calls),
+            "quant_t0_us": kernels.quant_t0_us(fmt, fp4)}
 
 
 def _moe(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[WeightGroup, ...],

@@ -9,9 +9,11 @@ p -> inf: the larger wins). Parameters are per weight format (or KV dtype; for t
 prefill attention, per format and the kernel family its GPU generation runs, `MOE_FAMILY`, `ATTENTION_FAMILY`),
 shared by every GPU, so a GPU never measured is predicted from its spec sheet.
 
-- GEMM `[m, k] x [k, n]` (vLLM `layers/linear.py`): tw = (n k b_w + 2 m (n + k)) / bw (weights + BF16
-  activations); tc = 2 (m + m_h) n k / peak (m_h: the M tile a small batch pads to). Inside a serving step its
-  t0 is the BF16 one for every format (`gemm_step_t0_us`: the tables' quantized t0 includes the input's quantization).
+- GEMM `[m, k] x [k, n]` (vLLM `layers/linear.py`): tw = (n k b_w + m (b_a k + 2 n)) / bw (weights, the input
+  at b_a bytes, BF16 out); tc = 2 (m + m_h) n k / peak (m_h: the M tile a small batch pads to). A table's FP8/NVFP4
+  row also pays its input's quantization kernels, q m k / bw before the GEMM (`TABLE_INPUT_QUANT`: q, b_a). Inside a
+  serving step the engines fuse that kernel into the RMSNorm or activation producing the input: its t0 is the BF16
+  one for every format (`gemm_step_t0_us`), plus the quantizations vLLM leaves unfused (`VLLM_UNFUSED_QUANT`).
 - Fused MoE layer (vLLM `fused_moe/fused_moe.py`, `modular_kernel.py`; router output given): n_act local
   experts hold `pairs` (token, expert) pairs; tw = n_act W_e / (bw s) with s = I / (I + I_h) (a thin
   TP slice of an expert streams less efficiently); tc = (pairs + n_act m_h) 2 m_w h I / peak (each
@@ -90,11 +92,29 @@ def gemm_step_t0_us() -> float:
     FP8/NVFP4 tables time a quantized `RowParallelLinear.forward`, its input's quantization kernel included
     (aiconfigurator `collector/vllm/collect_gemm.py: run_gemm`), which the engines fuse into the RMSNorm or SiLU-and-mul
     producing that input (vLLM `fuse_norm_quant` / `fuse_act_quant`, on by default from -O1, docs/design/fusions.md;
-    TensorRT-LLM `AllReduceFusionOp.RESIDUAL_RMS_NORM_QUANT_FP8/_NVFP4`, `tensorrt_llm/functional.py`). Fitted on the
+    TensorRT-LLM `AllReduceFusionOp.RESIDUAL_RMS_NORM_QUANT_FP8/_NVFP4`, `tensorrt_llm/functional.py`); the ones vLLM
+    leaves unfused are added per step (`VLLM_UNFUSED_QUANT`, `cost/step.py: _gemms`). Fitted on the
     serving rows, a scale on the quantized t0 went to ~0.55 (3.7 of 6.8 us, the BF16 3.2 us plus little) where the dense
     FP8 Llama-3.1-70B rows inform it and to ~1 where BF16 Qwen3-32B rows do; with this t0 it fits 0.88-1.06
     on every engine and GPU, with or without either model, and is not fitted."""
     return float(params()["gemm"]["by_fmt"]["bfloat16"]["t0_us"])
+
+
+# Input quantizations a vLLM serving step still runs as kernels of their own, per attention layer and per dense MLP
+# layer, by dense weight format: vLLM's fusion passes write the quantized input from the RMSNorm for FP8 per-tensor
+# and per-token scales only (`compilation/fusion.py: FUSED_OPS`, no NVFP4 entry), from SiLU-and-mul for FP8 and NVFP4
+# (`activation_quant_fusion.py`), and never from attention, whose output quantization (`fuse_attn_quant`) is off by
+# default (docs/design/fusions.md). FP8 quantizes the O projection's input alone; NVFP4 also the QKV and gate-up
+# inputs. Block-FP8 (per-token-group) fusion varies by release and is not counted; neither are SGLang's or
+# TensorRT-LLM's (TensorRT-LLM fuses the quantization into its allreduce-RMSNorm and attention kernels).
+VLLM_UNFUSED_QUANT = {"fp8": (1, 0), "nvfp4": (2, 1)}
+
+
+def quant_t0_us(fmt: str, native_fp4: bool) -> float:
+    """Fixed latency of one unfused input quantization kernel: what the tables' quantized linear of the format's
+    GEMM kernel takes beyond the BF16 one (0 for a BF16 or weight-only kernel)."""
+    by = params()["gemm"]["by_fmt"]
+    return max(float(by[gemm_format(fmt, native_fp4)]["t0_us"] - by["bfloat16"]["t0_us"]), 0.0)
 
 
 @cache  # pure in its string arguments; callers only read the dict
@@ -204,13 +224,30 @@ def mla_decode_us(f: Any, b_kv: Any, batch: Any, ctx: Any, heads: Any, latent: A
     return _pnorm(tw, tc, P["p"])
 
 
-def gemm_us(f: Any, m: Any, n: Any, k: Any, w_bytes: Any, bw: Any, peak: Any, P: Any = None) -> Any:
+# What a kernel table's quantized linear does to its BF16 input before the GEMM, per input element: (bytes its
+# quantization kernels move, bytes of the quantized input the GEMM then reads). The tables time an unfused
+# `RowParallelLinear.forward` (aiconfigurator `collector/vllm/collect_gemm.py: run_gemm`): FP8 with a dynamic
+# per-tensor scale runs vLLM `csrc/quantization/fp8/common.cu: dynamic_scaled_fp8_quant`, an absmax pass
+# (`segmented_max_reduction_strided`, reads 2 B) then the quantize kernel (reads 2 B, writes 1 B); NVFP4 with a
+# static global scale (compressed-tensors) runs `scaled_fp4_quant` (reads 2 B, writes 0.5 B and one FP8 scale per
+# 16). A serving step has no such pass: the engines write the quantized input from the RMSNorm or SiLU-and-mul
+# that produces it (`gemm_step_t0_us`), so `cost/step.py` prices its GEMMs without it.
+TABLE_INPUT_QUANT = {"fp8": (5.0, 1.0), "nvfp4": (2.5625, 0.5625)}
+NO_INPUT_QUANT = (0.0, 2.0)  # a BF16 input, read as is
+
+
+def gemm_us(f: Any, m: Any, n: Any, k: Any, w_bytes: Any, bw: Any, peak: Any, P: Any = None,
+            quant: Any = NO_INPUT_QUANT) -> Any:
     """Microseconds of one linear layer: `w_bytes` of weights (scales included), m tokens, n x k matrix;
-    `f` holds t0_us, e_bw, e_f (scalars or arrays, per case); `P` the shared m_h and p (default: shipped)."""
+    `f` holds t0_us, e_bw, e_f (scalars or arrays, per case); `P` the shared m_h and p (default: shipped);
+    `quant` (`TABLE_INPUT_QUANT`): its input quantization kernels' bytes per input element, which run before the
+    GEMM and add to it, and the bytes per input element the GEMM reads (BF16 out)."""
     P = P or params()["gemm"]
-    tw = (w_bytes + 2 * m * (n + k)) / (bw * f["e_bw"]) * 1e6
+    q_bytes, a_bytes = quant
+    tq = q_bytes * m * k / (bw * f["e_bw"]) * 1e6
+    tw = (w_bytes + m * (a_bytes * k + 2 * n)) / (bw * f["e_bw"]) * 1e6
     tc = 2 * (m + P["m_h"]) * n * k / (peak * f["e_f"]) * 1e6
-    return f["t0_us"] + _pnorm(tw, tc, P["p"])
+    return f["t0_us"] + tq + _pnorm(tw, tc, P["p"])
 
 
 def moe_us(f: Any, n_act: Any, pairs: Any, hidden: Any, inter: Any, mats: Any, b_w: Any, bw: Any, peak: Any,

@@ -3,7 +3,8 @@ from the per-kernel models (`cost/kernels.py`), the collectives of the forward, 
 the kernels do not explain (`cost/terms.py`: scheduling, sampling, small per-layer kernels, host gaps).
 
 Per step with d decode tokens (context c each) and p prefill tokens (context c_p each), T = d + p:
-- dense GEMMs: `calls` x t0 + p-norm(weights + activations / bw, T x FLOPs / peak);
+- dense GEMMs: `calls` x t0 + p-norm(weights + activations / bw, T x FLOPs / peak), plus the input
+  quantization kernels the engine leaves unfused (`kernels.VLLM_UNFUSED_QUANT`) at their fixed latency;
 - MoE layers: the fused-MoE kernel on the busiest GPU, its tokens every DP rank's (T x dp), touched experts
   E_local (1 - (1 - k/E)^(T dp)) and (token, expert) pairs T dp k / EP plus the busiest rank's excess
   sqrt(2 mean ln EP) (the expected maximum of EP Poisson loads; vLLM's EP places experts statically, EPLB off);
@@ -103,7 +104,8 @@ def _split(tw: np.ndarray, tc: np.ndarray, p: float) -> tuple[np.ndarray, np.nda
 
 
 def _gemms(F: Features, bw: float, tokens: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Dense GEMMs of the step: (memory seconds, compute-excess seconds, fixed microseconds)."""
+    """Dense GEMMs of the step: (memory seconds, compute-excess seconds, fixed microseconds: their launches and
+    the unfused input quantizations')."""
     P = kernels.params()["gemm"]
     # weights once, BF16 activations in and out of every call ([T, ~H/tp] each way)
     # the shared experts run on a second stream beside the routed ones up to a batch (vLLM `fused_moe/runner/
@@ -115,7 +117,7 @@ def _gemms(F: Features, bw: float, tokens: np.ndarray) -> tuple[np.ndarray, ...]
     tw = (F.dense_w_bytes - hide * F.shared_w_bytes + 4 * tokens * F.hidden * calls / F.tp) / (bw * F.gemm_e_bw)
     tc = tokens * (F.dense_gemm_s - hide * F.shared_gemm_s) / F.gemm_e_f
     w, c = _split(tw, tc, P["p"])
-    return w, c, calls * kernels.gemm_step_t0_us()
+    return w, c, calls * kernels.gemm_step_t0_us() + F.quant_calls * F.quant_t0_us
 
 
 def touched_experts(experts: np.ndarray, topk: np.ndarray, ep: np.ndarray, tokens: np.ndarray) -> np.ndarray:
