@@ -47,8 +47,7 @@ class Features:
     shared_calls: np.ndarray
     gemm_e_bw: np.ndarray
     gemm_e_f: np.ndarray
-    quant_calls: np.ndarray  # input quantizations the engine runs as kernels of their own per forward
-    quant_t0_us: np.ndarray  # fixed latency of one (`kernels.quant_t0_us`)
+    quant_us: np.ndarray  # fixed microseconds of the input quantizations the engine runs as kernels of their own
     moe_layers: np.ndarray
     experts: np.ndarray  # routed experts of the model
     topk: np.ndarray
@@ -174,13 +173,13 @@ def _dense(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[Weig
     if arch.moe is not None:
         calls += arch.moe.moe_layers + shared_calls
     g = kernels.gemm_params(fmt, fp4)
-    per_attn, per_mlp = kernels.VLLM_UNFUSED_QUANT.get(fmt, (0, 0)) if engine == "vllm" else (0, 0)
-    attn_layers = sum(grp.layers for grp in arch.attn_groups)
-    quant_calls = per_attn * attn_layers + per_mlp * arch.dense_mlp_layers
+    # per layer, by the format of the group whose inputs they quantize (attention projections, dense MLPs)
+    slot = {"attn": 0, "dense_mlp": 1}
+    quant_us = sum(kernels.VLLM_UNFUSED_QUANT.get(w.fmt, (0, 0))[slot[w.name]] * w.layers
+                   * kernels.quant_t0_us(w.fmt, fp4) for w in weights if w.name in slot) if engine == "vllm" else 0.0
     return {"dense_w_bytes": dense_w, "dense_gemm_s": dense_s, "gemm_calls": float(calls),
             "shared_w_bytes": shared_w, "shared_gemm_s": shared_s, "shared_calls": float(shared_calls),
-            "gemm_e_bw": g["e_bw"], "gemm_e_f": g["e_f"], "quant_calls": float(quant_calls),
-            "quant_t0_us": kernels.quant_t0_us(fmt, fp4)}
+            "gemm_e_bw": g["e_bw"], "gemm_e_f": g["e_f"], "quant_us": float(quant_us)}
 
 
 def _moe(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[WeightGroup, ...],

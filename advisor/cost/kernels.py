@@ -101,12 +101,13 @@ def gemm_step_t0_us() -> float:
 
 
 # Input quantizations a vLLM serving step still runs as kernels of their own, per attention layer and per dense MLP
-# layer, by dense weight format: vLLM's fusion passes write the quantized input from the RMSNorm for FP8 per-tensor
-# and per-token scales only (`compilation/fusion.py: FUSED_OPS`, no NVFP4 entry), from SiLU-and-mul for FP8 and NVFP4
-# (`activation_quant_fusion.py`), and never from attention, whose output quantization (`fuse_attn_quant`) is off by
-# default (docs/design/fusions.md). FP8 quantizes the O projection's input alone; NVFP4 also the QKV and gate-up
-# inputs. Block-FP8 (per-token-group) fusion varies by release and is not counted; neither are SGLang's or
-# TensorRT-LLM's (TensorRT-LLM fuses the quantization into its allreduce-RMSNorm and attention kernels).
+# layer, by the weight format of those layers' linears (`features.py: _dense`): vLLM's fusion passes write the
+# quantized input from the RMSNorm for FP8 per-tensor and per-token scales only (`compilation/fusion.py: FUSED_OPS`,
+# no NVFP4 entry), from SiLU-and-mul for FP8 and NVFP4 (`activation_quant_fusion.py`), and never from attention,
+# whose output quantization (`fuse_attn_quant`) is off by default (docs/design/fusions.md). FP8 quantizes the O
+# projection's input alone; NVFP4 also the QKV and gate-up inputs. Block-FP8 (per-token-group) fusion varies by
+# release and is not counted; neither are SGLang's or TensorRT-LLM's (TensorRT-LLM fuses the quantization into its
+# allreduce-RMSNorm and attention kernels).
 VLLM_UNFUSED_QUANT = {"fp8": (1, 0), "nvfp4": (2, 1)}
 
 

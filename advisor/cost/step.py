@@ -117,7 +117,7 @@ def _gemms(F: Features, bw: float, tokens: np.ndarray) -> tuple[np.ndarray, ...]
     tw = (F.dense_w_bytes - hide * F.shared_w_bytes + 4 * tokens * F.hidden * calls / F.tp) / (bw * F.gemm_e_bw)
     tc = tokens * (F.dense_gemm_s - hide * F.shared_gemm_s) / F.gemm_e_f
     w, c = _split(tw, tc, P["p"])
-    return w, c, calls * kernels.gemm_step_t0_us() + F.quant_calls * F.quant_t0_us
+    return w, c, calls * kernels.gemm_step_t0_us() + F.quant_us
 
 
 def touched_experts(experts: np.ndarray, topk: np.ndarray, ep: np.ndarray, tokens: np.ndarray) -> np.ndarray:
