@@ -97,6 +97,45 @@ def table(rows: list[Measurement], held_out: Terms) -> list[str]:
     return lines
 
 
+USERS_GRID = np.unique(np.round(np.geomspace(1, 2048, 89)).astype(int))  # concurrencies searched for `users_for`
+
+
+def users_for(row: Measurement, terms: Terms) -> tuple[int, int] | None:
+    """The fewest users at which the prediction reaches the row's measured tok/s, and the users one step of
+    the plan runs at once there (the KV cache's or max_num_seqs' limit); None if no concurrency up to 2048
+    reaches it."""
+    entry = lookup(row.model)
+    assert entry is not None and row.output_tok_s is not None
+    hw = load_profile(row.hardware)
+    settings = Settings(weight_dtype=row.weight_dtype)
+    case = make_case(entry.arch, Plan(tp=row.tp, pp=row.pp, dp=row.dp, ep=row.ep), hw, settings)
+    if not case.runs:
+        return None
+    i, o = row.input_len or ASSUMED_INPUT_LEN, row.output_len or DEFAULT_OUTPUT_LEN
+    res = evaluate([case], hw, settings, terms, USERS_GRID, np.array([i]), np.array([o]))
+    for users in USERS_GRID:
+        pred = res.at(0, int(users))
+        if pred.output_tok_s is not None and pred.output_tok_s >= row.output_tok_s:
+            return int(users), pred.running_sequences
+    return None
+
+
+def users_line(rows: list[Measurement]) -> str:
+    """Where each measured throughput sits on the calibrated curve: the users it takes to reach it."""
+    parts = []
+    for row in rows:
+        if row.output_tok_s is None or row.concurrency <= 1:
+            continue
+        found = users_for(row, terms_for(load_profile(row.hardware), "vllm")[0])
+        plan = Plan(tp=row.tp, pp=row.pp, dp=row.dp, ep=row.ep).label()
+        where = (f"{found[0]:,} users ({found[1]:,} running at once)" if found
+                 else "no concurrency up to 2,048 users")
+        parts.append(f"{row.model} {plan}, {row.output_tok_s:,g} tok/s: {where} (table: {row.concurrency:,})")
+    return ("Users at which the calibrated prediction reaches each measured throughput (same lengths): "
+            + "; ".join(parts) + ". The case study states no concurrency for the EP8 figure; the table assumes "
+            "128.") if parts else ""
+
+
 WHY = (("nvidia/Kimi-K2.5-NVFP4", Plan(tp=8)), ("MiniMaxAI/MiniMax-M2.5", Plan(tp=4)))
 
 
@@ -129,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         data = read_measurements(args.csv)
         lines = table(data.rows, held_out_terms())
         why_lines = why()
+        users = users_line(data.rows)
     except AdvisorError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -142,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                 "among them (`advisor/cost/kernel_params.json`); allreduce is vLLM's collectives at this box's "
                 "measured NCCL times; fixed is what the kernels do not explain (the fitted per-layer and per-step "
                 "terms).")
-    text = "\n".join(lines) + "\n\n" + note + "\n\n" + why_note + "\n\n" + "\n".join(why_lines)
+    text = "\n".join(lines) + "\n\n" + note + "\n\n" + users + "\n\n" + why_note + "\n\n" + "\n".join(why_lines)
     print(text)
     if args.readme:
         replace_block(args.readme, "case-study", text)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import CASE_STUDY
+from conftest import CASE_STUDY, Run
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "case_study.py"
@@ -18,7 +20,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
 
 
-def test_table_has_every_measured_metric() -> None:
+def test_table_has_every_measured_metric(advisor: Callable[..., Run]) -> None:
     csv = CASE_STUDY
     done = run(str(csv))
     assert done.returncode == 0, done.stderr
@@ -42,6 +44,16 @@ def test_table_has_every_measured_metric() -> None:
     assert cal["MiniMaxAI/MiniMax-M2.5", "TP4", "TPOT ms"] < cal["nvidia/Kimi-K2.5-NVFP4", "TP8", "TPOT ms"]
     kimi = cal["nvidia/Kimi-K2.5-NVFP4", "TP8", "output tok/s"]
     assert cal["MiniMaxAI/MiniMax-M2.5", "TP8+EP8", "output tok/s"] > kimi
+    # where each measured throughput sits on the calibrated curve: EP8's 4,000 tok/s needs more than the 128
+    # users the table assumes, and the CLI's prediction at that many users agrees
+    users = re.search(r"MiniMaxAI/MiniMax-M2.5 TP8\+EP8, 4,000 tok/s: ([\d,]+) users", done.stdout)
+    assert users is not None, done.stdout
+    n = int(users.group(1).replace(",", ""))
+    assert n > 128
+    cli = advisor("predict", "MiniMaxAI/MiniMax-M2.5", "--hw", "rtx-pro-6000-server", "--tp", "8", "--ep", "8",
+                  "--concurrency", str(n), "--input-len", "1024", "--output-len", "1024", "--json")
+    assert cli.code == 0, cli.err
+    assert json.loads(cli.out)["output_tok_s"] >= 4000
     # the why table: each one-user step split by mechanism, shares summing to the step
     for line in (x for x in why.splitlines() if x.startswith("| ") and "%" in x):
         cells = [c.strip() for c in line.strip("|").split("|")]
