@@ -14,8 +14,10 @@ from advisor.commands.output import emit
 from advisor.errors import AdvisorError
 
 if TYPE_CHECKING:
+    from advisor.cost.workload import Settings
     from advisor.decide.choose import Ranking, Unranked
     from advisor.decide.query import Objective, Query
+    from advisor.hardware import HardwareProfile
     from advisor.resolve import Resolved
 
 CSV_COLUMNS = ("rank", "model", "hardware", "plan", "fits", "score", "quality", "quality_benchmark", "quality_source",
@@ -66,9 +68,6 @@ def rank(
     plot: Annotated[str | None, typer.Option("--plot", help="Write a PNG/SVG figure to this file.")] = None,
 ) -> None:
     """Rank models (and their best parallel plan) on this box; explain why; print the command to run."""
-    from advisor.calibrate.store import terms_for
-    from advisor.decide.choose import best_of, joint
-    from advisor.decide.choose import rank as do_rank
     from advisor.decide.query import Query
     from advisor.quality.facts import USER_SCALE, lookup, read_user_file, resolve_scale
 
@@ -94,6 +93,32 @@ def rank(
     prices = gpu_hour_price or []
     if len(prices) not in (0, 1, len(boxes)):
         raise AdvisorError(f"--gpu-hour-price: give one price, or one per --hw ({len(boxes)}), not {len(prices)}")
+    ranking, profile = _rank_boxes(good, boxes, gpus, prices, engine, calibration, settings, q, scores, all_plans,
+                                   spec if speculative == "auto" else None)
+    ranking = replace(ranking, unranked=ranking.unranked + tuple(unknown))
+    if not ranking.rows:
+        why = "; ".join(d.reason if d.reason.startswith(d.model) else f"{d.model}: {d.reason}"
+                        for d in ranking.unranked)
+        raise AdvisorError(f"nothing to rank: {why}")
+    if plot is not None:
+        _draw(ranking, profile, settings, q, plot)
+    if csv_out:
+        _csv(ranking)
+        return
+    from advisor.report.tables import rank_table
+
+    emit([*ranking.rows, *ranking.unranked], json_out, lambda _: rank_table(ranking, profile, boxes=len(boxes) > 1))
+
+
+def _rank_boxes(good: list[Resolved], boxes: list[str], gpus: int | None, prices: list[float], engine: str,
+                calibration: str | None, settings: Settings, q: Query, scores: dict[str, Any], all_plans: bool,
+                auto_spec: dict[str, Any] | None) -> tuple[Ranking, HardwareProfile]:
+    """Each box's ranking under its own terms and price (with MTP where `auto_spec` and it wins, per model),
+    joined when there are several; and the last box's profile."""
+    from advisor.calibrate.store import terms_for
+    from advisor.decide.choose import best_of, joint
+    from advisor.decide.choose import rank as do_rank
+
     rankings = []
     for j, box in enumerate(boxes):
         profile = opt.hardware(box, gpus)
@@ -101,31 +126,25 @@ def rank(
         price = prices[j] if len(prices) == len(boxes) else (prices[0] if prices else None)
         qb = q.model_copy(update={"gpu_hour_price": price})
         one = do_rank(good, profile, settings, terms, qb, calibrated, gpus, all_plans, scores)
-        if speculative == "auto":  # with MTP where the model has it: kept per model only where it wins
-            one = best_of(one, do_rank(good, profile, settings.model_copy(update=spec), terms, qb, calibrated, gpus,
-                                       all_plans, scores))
+        if auto_spec is not None:
+            one = best_of(one, do_rank(good, profile, settings.model_copy(update=auto_spec), terms, qb, calibrated,
+                                       gpus, all_plans, scores))
         rankings.append(one)
-    ranking = rankings[0] if len(rankings) == 1 else joint(rankings)
-    ranking = replace(ranking, unranked=ranking.unranked + tuple(unknown))
-    if not ranking.rows:
-        why = "; ".join(d.reason if d.reason.startswith(d.model) else f"{d.model}: {d.reason}"
-                        for d in ranking.unranked)
-        raise AdvisorError(f"nothing to rank: {why}")
-    if plot is not None and q.objective == "best-under-slo":
-        from advisor.report.plots import save
+    return (rankings[0] if len(rankings) == 1 else joint(rankings)), profile
+
+
+def _draw(ranking: Ranking, profile: HardwareProfile, settings: Settings, q: Query, plot: str) -> None:
+    """The ranking's figure: quality against throughput for best-under-slo, else the ranking's own."""
+    from advisor.report.plots import save
+
+    if q.objective == "best-under-slo":
         from advisor.report.quality_plot import quality_figure
 
         save(quality_figure(ranking, profile), plot)
-    elif plot is not None:
-        from advisor.report.plots import rank_figure, save
+    else:
+        from advisor.report.plots import rank_figure
 
         save(rank_figure(ranking, profile, settings), plot)
-    if csv_out:
-        _csv(ranking)
-        return
-    from advisor.report.tables import rank_table
-
-    emit([*ranking.rows, *ranking.unranked], json_out, lambda _: rank_table(ranking, profile, boxes=len(boxes) > 1))
 
 
 def _candidates(models: list[str] | None, q: Query, max_model_len: int | None
