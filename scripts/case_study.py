@@ -116,7 +116,7 @@ def users_for(row: Measurement, terms: Terms) -> tuple[int, int] | None:
     for users in USERS_GRID:
         pred = res.at(0, int(users))
         if pred.output_tok_s is not None and pred.output_tok_s >= row.output_tok_s:
-            return int(users), pred.running_sequences
+            return int(users), int(pred.running_sequences or 0)
     return None
 
 

@@ -124,9 +124,10 @@ def moe_rows(src: Path) -> list[dict[str, Any]]:
             out.append({"gpu": gpu, "fmt": f"{fmt}/{fam}", "T": T, "h": h, "I": inter, "k": k, "E": E, "tp": tp,
                         "ep": ep, "dist": r["distribution"], "lat_us": float(r["latency_ms"]) * 1e3})
     rows = sample(out, SAMPLE)
-    for r in rows:
-        r["n_act"], r["pairs"], _ = routing(r["T"], r["h"], r["I"], r["k"], r["E"], r["ep"], r["dist"])
-        r["mats"] = 2.0 if (r["h"], r["I"], r["k"], r["E"]) in NONGATED else 3.0
+    for row in rows:  # `r` above is a table row of strings
+        row["n_act"], row["pairs"], _ = routing(row["T"], row["h"], row["I"], row["k"], row["E"], row["ep"],
+                                                row["dist"])
+        row["mats"] = 2.0 if (row["h"], row["I"], row["k"], row["E"]) in NONGATED else 3.0
     return rows
 
 
