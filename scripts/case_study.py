@@ -29,11 +29,11 @@ from advisor.calibrate.rowtable import read_measurements  # noqa: E402
 from advisor.calibrate.store import terms_for  # noqa: E402
 from advisor.catalog import lookup  # noqa: E402
 from advisor.cost.plan import Plan  # noqa: E402
-from advisor.cost.sweep import evaluate, make_case  # noqa: E402
+from advisor.cost.sweep import Case, evaluate, make_case  # noqa: E402
 from advisor.cost.terms import Terms  # noqa: E402
 from advisor.cost.workload import Settings  # noqa: E402
 from advisor.errors import AdvisorError  # noqa: E402
-from advisor.hardware import load_profile  # noqa: E402
+from advisor.hardware import HardwareProfile, load_profile  # noqa: E402
 
 CSV = REPO / "advisor" / "examples" / "case_study.csv"
 PUBLIC_CLEAN = REPO / "tests" / "data" / "bench" / "public_clean.csv"
@@ -52,23 +52,27 @@ def held_out_terms() -> Terms:
     return PooledCalibrator().fit({k: b for k, b in buckets.items() if k[1] == "vllm"}).global_
 
 
-def predict(row: Measurement, terms: Terms | None = None) -> tuple[dict[str, float] | None, str, int, int]:
-    """Predicted tpot_ms and output_tok_s for one row (None + reason when the plan cannot run)."""
+def _case(row: Measurement) -> tuple[Case, HardwareProfile, Settings, int, int]:
+    """The row's plan as a sweep case on its hardware (vLLM defaults), with the lengths predicted."""
     entry = lookup(row.model)
     if entry is None:
         raise AdvisorError(f"{row.file} row {row.row}: model {row.model!r} is not in the catalog")
     hw = load_profile(row.hardware)
     settings = Settings(weight_dtype=row.weight_dtype)
-    plan = Plan(tp=row.tp, pp=row.pp, dp=row.dp, ep=row.ep)
-    i = row.input_len or ASSUMED_INPUT_LEN
-    o = row.output_len or DEFAULT_OUTPUT_LEN
-    case = make_case(entry.arch, plan, hw, settings)
+    case = make_case(entry.arch, Plan(tp=row.tp, pp=row.pp, dp=row.dp, ep=row.ep), hw, settings)
+    return case, hw, settings, row.input_len or ASSUMED_INPUT_LEN, row.output_len or DEFAULT_OUTPUT_LEN
+
+
+def predict(row: Measurement, terms: Terms | None = None) -> tuple[dict[str, float] | None, str, int, int]:
+    """Predicted tpot_ms and output_tok_s for one row (None + reason when the plan cannot run)."""
+    case, hw, settings, i, o = _case(row)
+    label = Plan(tp=row.tp, pp=row.pp, dp=row.dp, ep=row.ep).label()
     if not case.runs:
         return None, case.reason or "does not run", i, o
     pred = evaluate([case], hw, settings, terms or Terms(), np.array([row.concurrency]), np.array([i]),
                     np.array([o])).at(0, row.concurrency)
     assert pred.tpot_ms is not None and pred.output_tok_s is not None
-    return {"tpot_ms": pred.tpot_ms, "output_tok_s": pred.output_tok_s}, plan.label(), i, o
+    return {"tpot_ms": pred.tpot_ms, "output_tok_s": pred.output_tok_s}, label, i, o
 
 
 def table(rows: list[Measurement], held_out: Terms) -> list[str]:
@@ -104,14 +108,10 @@ def users_for(row: Measurement, terms: Terms) -> tuple[int, int] | None:
     """The fewest users at which the prediction reaches the row's measured tok/s, and the users one step of
     the plan runs at once there (the KV cache's or max_num_seqs' limit); None if no concurrency up to 2048
     reaches it."""
-    entry = lookup(row.model)
-    assert entry is not None and row.output_tok_s is not None
-    hw = load_profile(row.hardware)
-    settings = Settings(weight_dtype=row.weight_dtype)
-    case = make_case(entry.arch, Plan(tp=row.tp, pp=row.pp, dp=row.dp, ep=row.ep), hw, settings)
+    assert row.output_tok_s is not None
+    case, hw, settings, i, o = _case(row)
     if not case.runs:
         return None
-    i, o = row.input_len or ASSUMED_INPUT_LEN, row.output_len or DEFAULT_OUTPUT_LEN
     res = evaluate([case], hw, settings, terms, USERS_GRID, np.array([i]), np.array([o]))
     for users in USERS_GRID:
         pred = res.at(0, int(users))
