@@ -102,12 +102,14 @@ def family(kernel_source: str) -> str:
 def moe_rows(src: Path) -> list[dict[str, Any]]:
     """One fused-MoE call per row (configurations an 8-GPU node runs; DeepSeek's grouped router left out), by
     the format's default kernel on each GPU, with its routing on the measured rank: active local experts and
-    (token, expert) pairs. INT4 Marlin rows are grouped by GPU generation (`kernels.MARLIN_INT4_FAMILY`)."""
-    from advisor.cost.kernels import MARLIN_INT4_FAMILY
+    (token, expert) pairs. INT4 Marlin and FlashInfer CUTLASS rows are grouped by GPU generation
+    (`kernels.MARLIN_INT4_FAMILY`, `kernels.CUTLASS_MOE_FAMILY`)."""
+    from advisor.cost.kernels import CUTLASS_MOE_FAMILY, MARLIN_INT4_FAMILY
 
     out = []
     for gpu in GPUS:
         marlin = MARLIN_INT4_FAMILY.get(gpu_section(gpu)["sm"], "marlin")
+        cutlass = CUTLASS_MOE_FAMILY.get(gpu_section(gpu)["sm"], "cutlass")
         table = read_table(src, gpu, "moe")
         kernel = default_kernel(table, "moe_dtype")
         for r in table:
@@ -120,7 +122,7 @@ def moe_rows(src: Path) -> list[dict[str, Any]]:
             if tp * ep > 8 or (h, inter, k, E) == (7168, 2048, 8, 256) or T > 8192:
                 continue
             fam = family(r["kernel_source"])
-            fam = marlin if fmt == "int4_wo" and fam == "marlin" else fam
+            fam = marlin if fmt == "int4_wo" and fam == "marlin" else cutlass if fam == "cutlass" else fam
             out.append({"gpu": gpu, "fmt": f"{fmt}/{fam}", "T": T, "h": h, "I": inter, "k": k, "E": E, "tp": tp,
                         "ep": ep, "dist": r["distribution"], "lat_us": float(r["latency_ms"]) * 1e3})
     rows = sample(out, SAMPLE)

@@ -129,8 +129,16 @@ def gemm_params(fmt: str, native_fp4: bool) -> dict[str, float]:
 # MXFP4 kernel on sm90; Marlin for INT4 everywhere (`MARLIN_INT4_FAMILY`) and for weight-only FP4 off Blackwell
 # datacenter GPUs; vLLM's Triton fused_moe otherwise), as each GPU's default kernel in the kernel tables shows
 # (`scripts/fit_kernels.py: default_kernel`).
-MOE_FAMILY = {"sm90": {"fp8": "cutlass", "fp8_block": "cutlass", "w4a16_mxfp4": "triton"},
-              "sm120": {"bfloat16": "cutlass", "fp8": "cutlass", "nvfp4": "cutlass", "w4a16_mxfp4": "marlin"}}
+# FlashInfer compiles its CUTLASS fused MoE per generation (`flashinfer/jit/fused_moe.py:
+# gen_cutlass_fused_moe_sm90_module` with Hopper's TMA grouped GEMMs, `gen_cutlass_fused_moe_sm120_module`): two
+# kernels, fitted apart. On the same shapes the tables time sm90's per-tensor FP8 path 2-2.5x slower than sm120's
+# (4096 x 2048 experts, top-8 of 256, one token: H100 428 us, RTX PRO 6000 172 us); one set of parameters for both
+# put the RTX PRO 6000's layers 3.4x too slow and H100's 20-46% too fast.
+CUTLASS_MOE_FAMILY = {"sm90": "cutlass", "sm120": "cutlass_sm120"}
+MOE_FAMILY = {"sm90": {"fp8": CUTLASS_MOE_FAMILY["sm90"], "fp8_block": CUTLASS_MOE_FAMILY["sm90"],
+                       "w4a16_mxfp4": "triton"},
+              "sm120": {**dict.fromkeys(("bfloat16", "fp8", "nvfp4"), CUTLASS_MOE_FAMILY["sm120"]),
+                        "w4a16_mxfp4": "marlin"}}
 MOE_FAMILY_DEFAULT = {"sm100": "trtllm", "sm103": "trtllm"}
 # Marlin's INT4 (W4A16) MoE kernel per GPU generation. Marlin multiplies with warp-level `mma.sync.m16n8k16`
 # (vLLM `csrc/moe/marlin_moe_wna16/`, `csrc/quantization/gptq_marlin/`), the full-rate tensor-core instruction up to
