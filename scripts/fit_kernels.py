@@ -108,8 +108,10 @@ def moe_rows(src: Path) -> list[dict[str, Any]]:
 
     out = []
     for gpu in GPUS:
-        marlin = MARLIN_INT4_FAMILY.get(gpu_section(gpu)["sm"], "marlin")
-        cutlass = CUTLASS_MOE_FAMILY.get(gpu_section(gpu)["sm"], "cutlass")
+        sm = gpu_section(gpu)["sm"]
+        # families the runtime splits by GPU generation (`kernels.moe_family`)
+        by_generation = {"cutlass": CUTLASS_MOE_FAMILY.get(sm, "cutlass")}
+        int4 = {"marlin": MARLIN_INT4_FAMILY.get(sm, "marlin")}
         table = read_table(src, gpu, "moe")
         kernel = default_kernel(table, "moe_dtype")
         for r in table:
@@ -122,7 +124,7 @@ def moe_rows(src: Path) -> list[dict[str, Any]]:
             if tp * ep > 8 or (h, inter, k, E) == (7168, 2048, 8, 256) or T > 8192:
                 continue
             fam = family(r["kernel_source"])
-            fam = marlin if fmt == "int4_wo" and fam == "marlin" else cutlass if fam == "cutlass" else fam
+            fam = (int4 if fmt == "int4_wo" else by_generation).get(fam, fam)
             out.append({"gpu": gpu, "fmt": f"{fmt}/{fam}", "T": T, "h": h, "I": inter, "k": k, "E": E, "tp": tp,
                         "ep": ep, "dist": r["distribution"], "lat_us": float(r["latency_ms"]) * 1e3})
     rows = sample(out, SAMPLE)
