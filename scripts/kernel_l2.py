@@ -24,7 +24,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from a checkout without install
 
-from fit_kernels import BPP  # noqa: E402  (bytes per weight element, the fit's)
+from kernel_tables import BPP  # noqa: E402  (bytes per weight element, the fit's)
 
 GEMM_COPIES = {"bfloat16": 6, "fp8": 6, "nvfp4": 1}  # collect_gemm.py: outside_loop_count
 MAX_TOKENS = 8  # weight-bound: the read, not the FLOPs, sets the time
