@@ -96,6 +96,7 @@ def moe_rows(src: Path) -> list[dict[str, Any]]:
     from advisor.cost.kernels import CUTLASS_MOE_FAMILY, MARLIN_INT4_FAMILY
 
     out = []
+    unread: dict[str, int] = {}  # formats the tables time that no storage format of ours runs
     for gpu in GPUS:
         sm = gpu_section(gpu)["sm"]
         # families the runtime splits by GPU generation (`kernels.moe_family`)
@@ -105,7 +106,10 @@ def moe_rows(src: Path) -> list[dict[str, Any]]:
         kernel = default_kernel(table, "moe_dtype")
         for r in table:
             fmt = r["moe_dtype"]
-            if fmt not in BPP or r["kernel_source"] != kernel[fmt]:
+            if fmt not in BPP:
+                unread[fmt] = unread.get(fmt, 0) + 1
+                continue
+            if r["kernel_source"] != kernel[fmt]:
                 continue
             T, h, inter, k, E = (int(r[c]) for c in ("num_tokens", "hidden_size", "inter_size", "topk",
                                                       "num_experts"))
@@ -116,6 +120,9 @@ def moe_rows(src: Path) -> list[dict[str, Any]]:
             fam = (int4 if fmt == "int4_wo" else by_generation).get(fam, fam)
             out.append({"gpu": gpu, "fmt": f"{fmt}/{fam}", "T": T, "h": h, "I": inter, "k": k, "E": E, "tp": tp,
                         "ep": ep, "dist": r["distribution"], "lat_us": float(r["latency_ms"]) * 1e3})
+    if unread:  # e.g. w4a8_mxfp4_mxfp8, the MXFP8-activation MXFP4 kernel TensorRT-LLM runs on Blackwell
+        print("moe: formats left out (no bytes per weight in BPP): "
+              + ", ".join(f"{f} ({n} rows)" for f, n in sorted(unread.items())), file=sys.stderr)
     rows = sample(out, SAMPLE)
     for row in rows:  # `r` above is a table row of strings
         row["n_act"], row["pairs"], _ = routing(row["T"], row["h"], row["I"], row["k"], row["E"], row["ep"],
