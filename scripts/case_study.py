@@ -52,6 +52,10 @@ def held_out_terms() -> Terms:
     return PooledCalibrator().fit({k: b for k, b in buckets.items() if k[1] == "vllm"}).global_
 
 
+def _plan(row: Measurement) -> Plan:
+    return Plan(tp=row.tp, pp=row.pp, dp=row.dp, ep=row.ep)
+
+
 def _case(row: Measurement) -> tuple[Case, HardwareProfile, Settings, int, int]:
     """The row's plan as a sweep case on its hardware (vLLM defaults), with the lengths predicted."""
     entry = lookup(row.model)
@@ -59,14 +63,14 @@ def _case(row: Measurement) -> tuple[Case, HardwareProfile, Settings, int, int]:
         raise AdvisorError(f"{row.file} row {row.row}: model {row.model!r} is not in the catalog")
     hw = load_profile(row.hardware)
     settings = Settings(weight_dtype=row.weight_dtype)
-    case = make_case(entry.arch, Plan(tp=row.tp, pp=row.pp, dp=row.dp, ep=row.ep), hw, settings)
+    case = make_case(entry.arch, _plan(row), hw, settings)
     return case, hw, settings, row.input_len or ASSUMED_INPUT_LEN, row.output_len or DEFAULT_OUTPUT_LEN
 
 
 def predict(row: Measurement, terms: Terms | None = None) -> tuple[dict[str, float] | None, str, int, int]:
     """Predicted tpot_ms and output_tok_s for one row (None + reason when the plan cannot run)."""
     case, hw, settings, i, o = _case(row)
-    label = Plan(tp=row.tp, pp=row.pp, dp=row.dp, ep=row.ep).label()
+    label = _plan(row).label()
     if not case.runs:
         return None, case.reason or "does not run", i, o
     pred = evaluate([case], hw, settings, terms or Terms(), np.array([row.concurrency]), np.array([i]),
@@ -127,7 +131,7 @@ def users_line(rows: list[Measurement]) -> str:
         if row.output_tok_s is None or row.concurrency <= 1:
             continue
         found = users_for(row, terms_for(load_profile(row.hardware), "vllm")[0])
-        plan = Plan(tp=row.tp, pp=row.pp, dp=row.dp, ep=row.ep).label()
+        plan = _plan(row).label()
         where = (f"{found[0]:,} users ({found[1]:,} running at once)" if found
                  else "no concurrency up to 2,048 users")
         parts.append(f"{row.model} {plan}, {row.output_tok_s:,g} tok/s: {where} (table: {row.concurrency:,})")
