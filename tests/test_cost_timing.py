@@ -5,12 +5,13 @@ against hand computation from config.json and spec-sheet numbers, and the behavi
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from conftest import catalog_arch
+from conftest import REPO, catalog_arch
 
 from advisor.cost import kernels
 from advisor.cost.features import Features, plan_features
@@ -28,7 +29,8 @@ MINIMAX = "MiniMaxAI/MiniMax-M2.5"
 LLAMA8 = "meta-llama/Llama-3.1-8B"
 LLAMA70 = "meta-llama/Llama-3.1-70B"
 TERMS = Terms()
-
+sys.path.insert(0, str(REPO / "scripts"))
+import closed_loop  # noqa: E402
 
 arch = catalog_arch
 
@@ -427,67 +429,19 @@ def test_a_scheduler_one_step_ahead_adds_one_step_to_a_staggered_arrival(engine:
     assert np.array_equal(ahead["tpot_s"], sync["tpot_s"])
 
 
-def _closed_loop(step: Any, budget: float, users: int, isl: int, osl: int, rounds: int = 10,
-                 seed: int = 0) -> tuple[float, float]:
-    """A benchmark client and vLLM's scheduler step by step: `users` requests released at once, each completion
-    sending the next until rounds x users are served (InferenceX: `--num-prompts` 10 x concurrency), lengths
-    drawn uniformly from 0.8 x to 1 x (`--random-range-ratio 0.8`); each step the running requests first (one
-    decode token each, or their next prompt chunk), then waiting prompts FCFS within the token budget
-    (`v1/core/sched/scheduler.py: Scheduler.schedule`), scheduled while the step before runs (async scheduling:
-    it sees what arrived before that step began). Mean TTFT and TPOT (seconds)."""
-    rng = np.random.default_rng(seed)
-    n = rounds * users
-    ins = rng.integers(int(0.8 * isl), isl + 1, n)
-    outs = rng.integers(int(0.8 * osl), osl + 1, n)
-    arrive, first, done = np.full(n, np.inf), np.zeros(n), np.zeros(n)
-    arrive[:users] = 0.0
-    left, made = ins.copy(), np.zeros(n, int)
-    waiting, running, sent, t, seen_at = list(range(users)), [], users, 0.0, 0.0
-    while len(running) + len(waiting):
-        ready = [i for i in waiting if arrive[i] <= seen_at]
-        if not running and not ready:
-            t = seen_at = min(arrive[i] for i in waiting)
-            continue
-        dec = [i for i in running if left[i] == 0]
-        room, chunks = budget - len(dec), []
-        for i in [i for i in running if left[i] > 0] + ready:
-            if room <= 0:
-                break
-            chunks.append((i, min(left[i], room)))
-            room -= chunks[-1][1]
-            if i in waiting:
-                waiting.remove(i)
-                running.append(i)
-        p = float(sum(k for _, k in chunks))
-        seen_at, t = t, t + float(step(np.array([float(len(dec))]), None, np.array([p]), None, None)["total"][0])
-        for i, k in chunks:
-            left[i] -= k
-            if left[i] == 0:
-                made[i], first[i] = 1, t
-        for i in dec:
-            made[i] += 1
-            if made[i] >= outs[i]:
-                running.remove(i)
-                done[i] = t
-                if sent < n:
-                    arrive[sent] = t
-                    waiting.append(sent)
-                    sent += 1
-    return float(np.mean(first - arrive)), float(np.mean((done - first) / (outs - 1)))
-
-
 @pytest.mark.parametrize("users", [4, 16, 64])
 def test_the_serving_closed_form_follows_a_step_by_step_closed_loop(users: int, hw: HardwareProfile) -> None:
-    """`serve` (staggered arrivals in steady state, the first round as a wave) against the loop it models, on a
-    step of 5 ms + 20 us per decode token + 30 us per prompt token: with the share of requests in the released
-    round (1 in 10), TTFT within 15% and TPOT within 5% of the simulated means."""
-    def step(dec: np.ndarray, ctx: Any, pre: np.ndarray, ctx_pre: Any, sampled: Any) -> dict[str, np.ndarray]:
-        return {"total": 5e-3 + 20e-6 * np.asarray(dec) + 30e-6 * np.asarray(pre)}
+    """`serve` (staggered arrivals in steady state, the first round as a wave) against the loop it models
+    (`scripts/closed_loop.py: simulate`: vLLM's scheduler, InferenceX's client of 10 rounds with lengths drawn from
+    0.8-1 x), on a step of 5 ms + 20 us per decode token + 30 us per prompt token: with the share of requests in
+    the released round (1 in 10), TTFT within 15% and TPOT within 5% of the simulated means."""
+    def step(dec: Any, ctx: Any, pre: Any, ctx_pre: Any, sampled: Any) -> Any:
+        return 5e-3 + 20e-6 * np.asarray(dec) + 30e-6 * np.asarray(pre)
 
     F = feats(LLAMA8, Plan(tp=1), hw)
     c, isl, osl = np.array([float(users)]), 1024, 256
-    out = serve(F, TERMS.model_copy(update={"request_overhead_us": 0.0}), step, scheduler("vllm", 8192.0), c,
-                np.array([0.9 * isl]), np.array([0.9 * osl]), 0.1)
-    ttft, tpot = _closed_loop(step, 8192.0, users, isl, osl)
+    out = serve(F, TERMS.model_copy(update={"request_overhead_us": 0.0}), lambda *a: {"total": step(*a)},
+                scheduler("vllm", 8192.0), c, np.array([0.9 * isl]), np.array([0.9 * osl]), 0.1)
+    ttft, tpot, _ = closed_loop.simulate(lambda *a: float(step(*a)), 8192.0, users, isl, osl)
     assert float(out["ttft_s"][0]) == pytest.approx(ttft, rel=0.15)
     assert float(out["tpot_s"][0]) == pytest.approx(tpot, rel=0.05)
