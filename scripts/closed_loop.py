@@ -44,7 +44,8 @@ def simulate(step: Step, budget: float, users: int, isl: int, osl: int, ratio: f
     arrive, first, done = np.full(n, np.inf), np.zeros(n), np.zeros(n)
     arrive[:users] = 0.0
     left, made = ins.copy(), np.zeros(n, int)
-    waiting, running = list(range(users)), []  # type: list[int], list[int]
+    waiting: list[int] = list(range(users))
+    running: list[int] = []
     sent, t, seen_at = users, 0.0, 0.0
     while running or waiting:
         ready = [i for i in waiting if arrive[i] <= (seen_at if ahead else t)]
