@@ -9,7 +9,8 @@ uniformly from `length_ratio` x to 1 x the stated ones. Per row, milliseconds: m
 (fitted wave share), the closed form with the share of requests in the released round (1 in 10, no fitted
 share), the simulation's mean (first round and the rest), all with the fitted per-request time added; TPOT
 measured, predicted, simulated. Where the closed form and the simulation agree and the measurement is above
-both, the gap is first-token time the step model does not have (README, Calibration).
+both, the gap is first-token time the step model does not have (README, Calibration). `simulate` also runs DP
+ranks in lockstep, each with its own scheduler (`tests/test_cost_timing.py` checks `serve`'s DP ranks against it).
 """
 
 from __future__ import annotations
@@ -31,12 +32,18 @@ Step = Callable[[float, float, float, float, float], float]  # (decodes, their c
 
 
 def simulate(step: Step, budget: float, users: int, isl: int, osl: int, ratio: float = 0.8, rounds: int = ROUNDS,
-             ahead: int = 1, seed: int = 0) -> tuple[float, float, float]:
+             ahead: int = 1, seed: int = 0, ranks: int = 1,
+             lockstep: Callable[[list[tuple[float, ...]]], float] | None = None) -> tuple[float, float, float]:
     """Mean TTFT, mean TPOT and the first round's mean TTFT (seconds) of `rounds` x `users` requests under vLLM's
     scheduler (`v1/core/sched/scheduler.py: Scheduler.schedule`): each step the running requests first (one
     decode token each, or their next prompt chunk), then waiting prompts FCFS within the token budget; with
     `ahead` (async scheduling) a step is scheduled while the one before runs, so it sees what arrived before
-    that one began. A prompt's first token leaves with the step that finishes it."""
+    that one began. A prompt's first token leaves with the step that finishes it.
+
+    `ranks` DP ranks, each its own scheduler and budget, step together: a step takes `lockstep` of every rank's
+    (decodes, their context, prompt tokens, their context, rows), an idle rank's all zero (its dummy batch).
+    Users start spread evenly and a completion's next request goes to the rank it left (vLLM's DP load
+    balancer sends a request to the least-loaded rank, which in a closed loop is the one that just finished)."""
     rng = np.random.default_rng(seed)
     n = rounds * users
     ins = rng.integers(int(ratio * isl), isl + 1, n) if ratio < 1 else np.full(n, isl)
@@ -44,41 +51,49 @@ def simulate(step: Step, budget: float, users: int, isl: int, osl: int, ratio: f
     arrive, first, done = np.full(n, np.inf), np.zeros(n), np.zeros(n)
     arrive[:users] = 0.0
     left, made = ins.copy(), np.zeros(n, int)
-    waiting: list[int] = list(range(users))
-    running: list[int] = []
+    waiting: list[list[int]] = [list(range(r, users, ranks)) for r in range(ranks)]
+    running: list[list[int]] = [[] for _ in range(ranks)]
+    combine = lockstep or (lambda per_rank: step(*per_rank[0]))
     sent, t, seen_at = users, 0.0, 0.0
-    while running or waiting:
-        ready = [i for i in waiting if arrive[i] <= (seen_at if ahead else t)]
-        if not running and not ready:  # idle: the next arrival is taken at once
-            t = seen_at = min(arrive[i] for i in waiting)
+    while any(running) or any(waiting):
+        batches = []
+        for r in range(ranks):
+            ready = [i for i in waiting[r] if arrive[i] <= (seen_at if ahead else t)]
+            dec = [i for i in running[r] if left[i] == 0]
+            room, chunks = budget - len(dec), []
+            for i in [i for i in running[r] if left[i] > 0] + ready:
+                if room <= 0:
+                    break
+                chunks.append((i, min(int(left[i]), int(room))))
+                room -= chunks[-1][1]
+                if i in waiting[r]:
+                    waiting[r].remove(i)
+                    running[r].append(i)
+            batches.append((dec, chunks))
+        if not any(dec or chunks for dec, chunks in batches):  # idle: the next arrival is taken at once
+            t = seen_at = min(arrive[i] for w in waiting for i in w)
             continue
-        dec = [i for i in running if left[i] == 0]
-        room, chunks = budget - len(dec), []
-        for i in [i for i in running if left[i] > 0] + ready:
-            if room <= 0:
-                break
-            chunks.append((i, min(int(left[i]), int(room))))
-            room -= chunks[-1][1]
-            if i in waiting:
-                waiting.remove(i)
-                running.append(i)
-        ctx = float(np.mean([ins[i] + made[i] for i in dec])) if dec else float(isl)
-        ctx_pre = float(np.mean([ins[i] - left[i] + k / 2 for i, k in chunks])) if chunks else isl / 2
-        seen_at, t = t, t + step(float(len(dec)), ctx, float(sum(k for _, k in chunks)), ctx_pre,
-                                 float(len(dec) + len(chunks)))
-        for i, k in chunks:
-            left[i] -= k
-            if left[i] == 0:
-                made[i], first[i] = 1, t
-        for i in dec:
-            made[i] += 1
-            if made[i] >= outs[i]:
-                running.remove(i)
-                done[i] = t
-                if sent < n:
-                    arrive[sent] = t
-                    waiting.append(sent)
-                    sent += 1
+        shapes: list[tuple[float, ...]] = []
+        for dec, chunks in batches:
+            ctx = float(np.mean([ins[i] + made[i] for i in dec])) if dec else float(isl)
+            ctx_pre = float(np.mean([ins[i] - left[i] + k / 2 for i, k in chunks])) if chunks else isl / 2
+            shapes.append((float(len(dec)), ctx, float(sum(k for _, k in chunks)), ctx_pre,
+                           float(len(dec) + len(chunks))))
+        seen_at, t = t, t + combine(shapes)
+        for r, (dec, chunks) in enumerate(batches):
+            for i, k in chunks:
+                left[i] -= k
+                if left[i] == 0:
+                    made[i], first[i] = 1, t
+            for i in dec:
+                made[i] += 1
+                if made[i] >= outs[i]:
+                    running[r].remove(i)
+                    done[i] = t
+                    if sent < n:
+                        arrive[sent] = t
+                        waiting[r].append(sent)
+                        sent += 1
     ttft = first - arrive
     return float(np.mean(ttft)), float(np.mean((done - first) / np.maximum(outs - 1, 1))), float(np.mean(ttft[:users]))
 

@@ -25,6 +25,13 @@ _executor_loop_overlap`). With no other request running the engine idles and tak
 (`arrival_steps`). The first token still leaves as its step ends: the loop handles step N's output while N + 1
 runs.
 
+DP ranks of a MoE model step together, each with its own scheduler and budget: every MoE layer's dispatch and
+combine need all of them (vLLM `v1/engine/core.py: DPEngineCoreProc` runs a dummy batch on a rank with nothing to
+do). A step carries a prompt chunk when any of the n ranks does, 1 - (1 - f)^n of the steps where one rank's
+share is f, and lasts as long as that rank's GEMMs and attention (`_lockstep`). TensorRT-LLM's attention-DP
+balance (below) holds context requests until every rank has one: its chunks come together, f of the steps with
+every rank's. SGLang's DP attention (prefill and decode in steps of their own) is not modelled so.
+
 A benchmark is often not staggered: a closed-loop client (`vllm bench serve --max-concurrency`, genai-perf)
 releases every user at once, so r prompts (r x I tokens) are prefilled FCFS in n = r I / chunk steps and the
 j-th waits for j of them; with equal lengths the users finish together and come back together, so the
@@ -144,7 +151,11 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
     parts = step(running, ctx_dec, zero, input_len / 2, running)
     t_dec = parts["total"]
     arrival = arrival_steps(running, options.scheduled_ahead)
-    steady = (_mixed if sched.mixed else _separate)(step, sched, running, input_len, steps, ctx_dec, t_dec, arrival)
+    # DP ranks whose prompt chunks fall in steps of their own: a MoE layer's dispatch/combine holds every rank,
+    # and no balancing aligns their chunks (TensorRT-LLM's `attention_dp_config` balance, `adp_balance_wait_steps`)
+    independent = np.where((F.moe_layers > 0) & (np.asarray(options.adp_timeout_iters) <= 0), F.dp, 1.0)
+    steady = _mixed(step, sched, running, input_len, steps, ctx_dec, t_dec, arrival, independent) if sched.mixed \
+        else _separate(step, sched, running, input_len, steps, ctx_dec, t_dec, arrival)
     s = share  # of requests served in synchronized waves (`wave_share`)
     if np.any(s):
         first = _first_round(step, sched, running, input_len, steps, ctx_dec, t_dec)
@@ -245,7 +256,8 @@ def arrival_steps(running: np.ndarray, ahead: np.ndarray | float) -> np.ndarray:
 
 
 def _mixed(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.ndarray, decodes: np.ndarray,
-           ctx_dec: np.ndarray, t_dec: np.ndarray, arrival: np.ndarray) -> tuple[np.ndarray, ...]:
+           ctx_dec: np.ndarray, t_dec: np.ndarray, arrival: np.ndarray, independent: np.ndarray | float = 1.0
+           ) -> tuple[np.ndarray, ...]:
     """Staggered arrivals, decodes and prefill chunks in one step: (TPOT, TTFT, prefill share of a step).
     TPOT is the average mixed step; a prompt waits for the prefill ahead of it, then the steps carrying it."""
     lifetime_steps = decodes + 1.0
@@ -261,10 +273,29 @@ def _mixed(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.nd
     # prompt tokens over every step instead would spread them thin, touching every MoE expert each step.
     chunk = np.minimum(spare, np.maximum(input_len, p))
     f = p / chunk
-    t_pre = step(d, ctx_dec, chunk, input_len / 2, d + 1)["total"]
-    t = (1 - f) * step(d, ctx_dec, 0 * chunk, input_len / 2, d)["total"] + f * t_pre
-    own = np.maximum(service, 1.0) * t_pre
+    # DP ranks of a MoE model step together (each MoE layer's dispatch/combine needs every rank), so a step is a
+    # prefill step when any of the n ranks carries a chunk: 1 - (1 - f)^n of the steps (`_lockstep`).
+    n = np.maximum(np.asarray(independent, dtype=float), 1.0)
+    busy = np.where(n > 1, 1 - (1 - f) ** n, f)
+    t_pre = _lockstep(step, d, ctx_dec, chunk, input_len, n, n * f / np.maximum(busy, 1e-12))
+    t = (1 - busy) * step(d, ctx_dec, 0 * chunk, input_len / 2, d)["total"] + busy * t_pre
+    own = np.maximum(service, 1.0) * _lockstep(step, d, ctx_dec, chunk, input_len, n, 1 + (n - 1) * f)
     return t, (arrival + wait) * t + own, p / np.maximum(p + d, 1e-9)
+
+
+def _lockstep(step: StepFn, d: np.ndarray, ctx_dec: np.ndarray, chunk: np.ndarray, input_len: np.ndarray,
+              n: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """A step of n lockstepped DP ranks in which k of them (on average) carry a prompt chunk: the chunk's rank
+    sets the GEMMs, attention and the busiest rank's dispatch/combine (`step` with the chunk on every rank), the
+    MoE runs the k chunks' tokens in place of the n that `step` assumes. vLLM runs such a step unpadded: a rank
+    whose batch exceeds the largest CUDA graph runs eager and then every rank does, each with its own tokens
+    (v0.33.0 `v1/worker/gpu/dp_utils.py: sync_cudagraph_and_dp_padding`); TensorRT-LLM's attention-DP gathers
+    each rank's own count (`all_rank_num_tokens`). n = 1: `step` as it is."""
+    full = step(d, ctx_dec, chunk, input_len / 2, d + 1)
+    if np.all(n <= 1):
+        return full["total"]
+    part = step(d, ctx_dec, chunk * np.minimum(k / n, 1.0), input_len / 2, d + 1)
+    return full["total"] - full["mech_moe"] + part["mech_moe"]
 
 
 def _separate(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.ndarray, decodes: np.ndarray,
