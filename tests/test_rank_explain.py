@@ -120,6 +120,17 @@ def test_dp_plan_explains_expert_sharding_over_tp_x_dp(advisor) -> None:
             in note)
 
 
+def test_dp_plan_says_the_prefills_its_lockstepped_ranks_wait_for(advisor) -> None:
+    # MiniMax-M2.5 at 64 users: a TP+DP+EP plan, whose DP ranks step together (cost/serving.py: _lockstep)
+    (d,) = [x for x in _json(advisor, "rank", MINIMAX, "--objective", "throughput", "--concurrency", "64")
+            if x["rank"]]
+    assert d["plan"]["dp"] > 1, "the case this test is about: a TP+DP plan chosen"
+    held = d["tpot_ms"] - sum(d["breakdown_ms"].values())
+    assert held >= 0.1 * d["tpot_ms"]
+    assert (f"other requests' prefills add {held:.1f} ms per output token (its DP ranks step together: a prompt "
+            "on any rank holds all)") in d["why"]
+
+
 # --- item 19: a borrowed calibration says its error is another box's -----------------------------------------
 
 

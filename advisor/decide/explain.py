@@ -60,6 +60,11 @@ def why(d: Prediction, case: Case, missed: Query | None = None) -> str:
     if d.allreduces_per_step:
         parts.append(f"{d.allreduces_per_step} allreduces per step of {call_kb:.0f} KiB "
                      f"(hidden {arch.hidden_size}) cost {b['comm']:.1f} ms")
+    held = d.prefill_interference_ms or 0.0
+    if d.tpot_ms and held >= 0.1 * d.tpot_ms:  # other requests' prompt chunks in the decode steps (cost/serving.py)
+        lock = " (its DP ranks step together: a prompt on any rank holds all)" \
+            if case.plan.dp > 1 and arch.moe is not None else ""
+        parts.append(f"other requests' prefills add {held:.1f} ms per output token{lock}")
     kv = (d.kv_bytes_per_token_per_gpu or 0) / 1024
     mla = ", MLA latent replicated on every rank" if arch.attention == "mla" and case.plan.tp > 1 else ""
     parts.append(f"KV {kv:.1f} KiB/token/GPU{mla}, room for {d.kv_cache_tokens:,} tokens")
