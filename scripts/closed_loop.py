@@ -33,7 +33,8 @@ Step = Callable[[float, float, float, float, float], float]  # (decodes, their c
 
 def simulate(step: Step, budget: float, users: int, isl: int, osl: int, ratio: float = 0.8, rounds: int = ROUNDS,
              ahead: int = 1, seed: int = 0, ranks: int = 1,
-             lockstep: Callable[[list[tuple[float, ...]]], float] | None = None) -> tuple[float, float, float]:
+             lockstep: Callable[[list[tuple[float, ...]]], float] | None = None,
+             mixed: bool = True) -> tuple[float, float, float]:
     """Mean TTFT, mean TPOT and the first round's mean TTFT (seconds) of `rounds` x `users` requests under vLLM's
     scheduler (`v1/core/sched/scheduler.py: Scheduler.schedule`): each step the running requests first (one
     decode token each, or their next prompt chunk), then waiting prompts FCFS within the token budget; with
@@ -43,7 +44,9 @@ def simulate(step: Step, budget: float, users: int, isl: int, osl: int, ratio: f
     `ranks` DP ranks, each its own scheduler and budget, step together: a step takes `lockstep` of every rank's
     (decodes, their context, prompt tokens, their context, rows), an idle rank's all zero (its dummy batch).
     Users start spread evenly and a completion's next request goes to the rank it left (vLLM's DP load
-    balancer sends a request to the least-loaded rank, which in a closed loop is the one that just finished)."""
+    balancer sends a request to the least-loaded rank, which in a closed loop is the one that just finished).
+    `mixed` False: SGLang's prefill-first steps (`managers/scheduler.py: get_next_batch_to_run`), a rank with a
+    prompt to prefill runs a prefill step (its chunks within the budget, no decodes), else a decode step."""
     rng = np.random.default_rng(seed)
     n = rounds * users
     ins = rng.integers(int(ratio * isl), isl + 1, n) if ratio < 1 else np.full(n, isl)
@@ -59,9 +62,10 @@ def simulate(step: Step, budget: float, users: int, isl: int, osl: int, ratio: f
         batches = []
         for r in range(ranks):
             ready = [i for i in waiting[r] if arrive[i] <= (seen_at if ahead else t)]
-            dec = [i for i in running[r] if left[i] == 0]
+            todo = [i for i in running[r] if left[i] > 0] + ready
+            dec = [i for i in running[r] if left[i] == 0] if mixed or not todo else []
             room, chunks = budget - len(dec), []
-            for i in [i for i in running[r] if left[i] > 0] + ready:
+            for i in todo:
                 if room <= 0:
                     break
                 chunks.append((i, min(int(left[i]), int(room))))

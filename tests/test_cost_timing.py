@@ -437,33 +437,38 @@ def test_a_scheduler_one_step_ahead_adds_one_step_to_a_staggered_arrival(engine:
     assert np.array_equal(ahead["tpot_s"], sync["tpot_s"])
 
 
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
 @pytest.mark.parametrize("users", [4, 16, 64])
-def test_the_serving_closed_form_follows_a_step_by_step_closed_loop(users: int, hw: HardwareProfile) -> None:
+def test_the_serving_closed_form_follows_a_step_by_step_closed_loop(users: int, engine: str,
+                                                                   hw: HardwareProfile) -> None:
     """`serve` (staggered arrivals in steady state, the first round as a wave) against the loop it models
-    (`scripts/closed_loop.py: simulate`: vLLM's scheduler, InferenceX's client of 10 rounds with lengths drawn from
-    0.8-1 x), on a step of 5 ms + 20 us per decode token + 30 us per prompt token: with the share of requests in
-    the released round (1 in 10), TTFT within 15% and TPOT within 5% of the simulated means."""
+    (`scripts/closed_loop.py: simulate`: vLLM's scheduler or SGLang's prefill-first one, InferenceX's client of 10
+    rounds with lengths drawn from 0.8-1 x), on a step of 5 ms + 20 us per decode token + 30 us per prompt token:
+    with the share of requests in the released round (1 in 10), TTFT within 15% and TPOT within 5% of the simulated
+    means."""
     def step(dec: Any, ctx: Any, pre: Any, ctx_pre: Any, sampled: Any) -> Any:
         return 5e-3 + 20e-6 * np.asarray(dec) + 30e-6 * np.asarray(pre)
 
     F = feats(LLAMA8, Plan(tp=1), hw)
     c, isl, osl = np.array([float(users)]), 1024, 256
     out = serve(F, TERMS.model_copy(update={"request_overhead_us": 0.0}), lambda *a: {"total": step(*a)},
-                scheduler("vllm", 8192.0), c, np.array([0.9 * isl]), np.array([0.9 * osl]), 0.1)
-    ttft, tpot, _ = closed_loop.simulate(lambda *a: float(step(*a)), 8192.0, users, isl, osl)
+                scheduler(engine, 8192.0), c, np.array([0.9 * isl]), np.array([0.9 * osl]), 0.1)
+    ttft, tpot, _ = closed_loop.simulate(lambda *a: float(step(*a)), 8192.0, users, isl, osl,
+                                         mixed=engine != "sglang")
     assert float(out["ttft_s"][0]) == pytest.approx(ttft, rel=0.15)
     assert float(out["tpot_s"][0]) == pytest.approx(tpot, rel=0.05)
 
 
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
 @pytest.mark.parametrize(("ranks", "per_rank"), [(4, 4), (4, 16), (4, 64), (8, 16)])
-def test_lockstepped_dp_ranks_follow_a_step_by_step_closed_loop(ranks: int, per_rank: int,
+def test_lockstepped_dp_ranks_follow_a_step_by_step_closed_loop(engine: str, ranks: int, per_rank: int,
                                                                hw: HardwareProfile) -> None:
     """DP ranks of a MoE model step together, each with its own scheduler: a step lasts as long as its busiest
     rank's GEMMs and attention, and its MoE runs every rank's tokens (`serving.py: _lockstep`). Against the loop
-    (`closed_loop.simulate` with `ranks`) on a step of 5 ms + 20 us per decode token + 60 us per prompt token on
-    the busiest rank + 5 us per token of every rank for the MoE: TTFT within 20%, TPOT within 15%. Chunks taken as
-    aligned on every rank (as TensorRT-LLM's attention-DP balance makes them), TPOT comes out > 20% short from 16
-    users per rank."""
+    (`closed_loop.simulate` with `ranks`; vLLM's mixed steps, SGLang's prefill-first ones) on a step of 5 ms + 20 us
+    per decode token + 60 us per prompt token on the busiest rank + 5 us per token of every rank for the MoE: TTFT
+    within 20%, TPOT within 15%. Chunks taken as aligned on every rank (as TensorRT-LLM's attention-DP balance makes
+    them), TPOT comes out > 20% short from 16 users per rank."""
     def step(dec: Any, ctx: Any, pre: Any, ctx_pre: Any, sampled: Any) -> dict[str, Any]:
         moe = 5e-6 * ranks * (np.asarray(dec) + np.asarray(pre))
         return {"total": 5e-3 + 20e-6 * np.asarray(dec) + 60e-6 * np.asarray(pre) + moe, "mech_moe": moe}
@@ -473,11 +478,11 @@ def test_lockstepped_dp_ranks_follow_a_step_by_step_closed_loop(ranks: int, per_
 
     F = feats("Qwen/Qwen3-30B-A3B", Plan(tp=1, dp=ranks, ep=ranks), hw)
     users, isl, osl = ranks * per_rank, 1024, 256
-    args = (F, TERMS.model_copy(update={"request_overhead_us": 0.0}), step, scheduler("vllm", 8192.0),
+    args = (F, TERMS.model_copy(update={"request_overhead_us": 0.0}), step, scheduler(engine, 8192.0),
             np.array([float(users)]), np.array([0.9 * isl]), np.array([0.9 * osl]), 0.1)
     out, aligned = serve(*args), serve(*args, options=RunOptions(adp_timeout_iters=60.0))
     ttft, tpot, _ = closed_loop.simulate(lambda *a: float(step(*a)["total"]), 8192.0, users, isl, osl,
-                                         ranks=ranks, lockstep=lockstep)
+                                         ranks=ranks, lockstep=lockstep, mixed=engine != "sglang")
     assert float(out["ttft_s"][0]) == pytest.approx(ttft, rel=0.20)
     assert float(out["tpot_s"][0]) == pytest.approx(tpot, rel=0.15)
     if per_rank >= 16:

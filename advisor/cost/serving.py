@@ -27,10 +27,12 @@ runs.
 
 DP ranks of a MoE model step together, each with its own scheduler and budget: every MoE layer's dispatch and
 combine need all of them (vLLM `v1/engine/core.py: DPEngineCoreProc` runs a dummy batch on a rank with nothing to
-do). A step carries a prompt chunk when any of the n ranks does, 1 - (1 - f)^n of the steps where one rank's
-share is f, and lasts as long as that rank's GEMMs and attention (`_lockstep`). TensorRT-LLM's attention-DP
-balance (below) holds context requests until every rank has one: its chunks come together, f of the steps with
-every rank's. SGLang's DP attention (prefill and decode in steps of their own) is not modelled so.
+do; SGLang `scheduler_dp_attn_mixin.py: prepare_mlp_sync_batch` gathers every rank's batch, an idle one runs an
+idle batch). A step carries a prompt chunk when any of the n ranks does, 1 - (1 - f)^n of the steps where one
+rank's share is f, and lasts as long as that rank's GEMMs and attention (`_lockstep`); under SGLang a rank's decode
+step lasts another rank's prefill step. TensorRT-LLM's attention-DP balance (below) holds context requests until
+every rank has one: its chunks come together, f of the steps with every rank's (SGLang's like `--enable-prefill-
+delayer` is off by default and not modelled).
 
 A benchmark is often not staggered: a closed-loop client (`vllm bench serve --max-concurrency`, genai-perf)
 releases every user at once, so r prompts (r x I tokens) are prefilled FCFS in n = r I / chunk steps and the
@@ -154,8 +156,8 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
     # DP ranks whose prompt chunks fall in steps of their own: a MoE layer's dispatch/combine holds every rank,
     # and no balancing aligns their chunks (TensorRT-LLM's `attention_dp_config` balance, `adp_balance_wait_steps`)
     independent = np.where((F.moe_layers > 0) & (np.asarray(options.adp_timeout_iters) <= 0), F.dp, 1.0)
-    steady = _mixed(step, sched, running, input_len, steps, ctx_dec, t_dec, arrival, independent) if sched.mixed \
-        else _separate(step, sched, running, input_len, steps, ctx_dec, t_dec, arrival)
+    steady = (_mixed if sched.mixed else _separate)(step, sched, running, input_len, steps, ctx_dec, t_dec, arrival,
+                                                    independent)
     s = share  # of requests served in synchronized waves (`wave_share`)
     if np.any(s):
         first = _first_round(step, sched, running, input_len, steps, ctx_dec, t_dec)
@@ -299,12 +301,21 @@ def _lockstep(step: StepFn, d: np.ndarray, ctx_dec: np.ndarray, chunk: np.ndarra
 
 
 def _separate(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.ndarray, decodes: np.ndarray,
-              ctx_dec: np.ndarray, t_dec: np.ndarray, arrival: np.ndarray) -> tuple[np.ndarray, ...]:
+              ctx_dec: np.ndarray, t_dec: np.ndarray, arrival: np.ndarray, independent: np.ndarray | float = 1.0
+              ) -> tuple[np.ndarray, ...]:
     """Staggered arrivals, prefill-first: other requests' prefill steps pause the decodes; a prompt waits for
-    the prefills ahead of it (M/D/1 on the prefill steps). (TPOT, TTFT, prefill share of the time)."""
+    the prefills ahead of it (M/D/1 on the prefill steps). (TPOT, TTFT, prefill share of the time).
+    n lockstepped DP ranks: a rank's decode step lasts a prefill step when another rank prefills in it,
+    1 - (1 - q)^(n - 1) of them for a rank's share q of prefill steps (`_lockstep`)."""
     zero = 0 * running
     chunk = np.minimum(input_len, sched.budget)
-    t_pre = np.ceil(input_len / sched.budget) * step(zero, ctx_dec, chunk, input_len / 2, 1 + zero)["total"]
+    pre_steps = np.ceil(input_len / sched.budget)
+    n = np.maximum(np.asarray(independent, dtype=float), 1.0)
+    q = running * pre_steps / (running * pre_steps + np.maximum(decodes, 1.0))
+    one = _lockstep(step, zero, ctx_dec, chunk, input_len, n, 1 + (n - 1) * q)
+    t_pre = pre_steps * one
+    held = np.where(n > 1, 1 - (1 - q) ** (n - 1), 0.0)
+    t_dec = (1 - held) * t_dec + held * one
     rho = (running - 1) * t_pre / (t_pre + decodes * t_dec)
     tpot = t_dec * (1 + rho)
     u = np.minimum(running * t_pre / (t_pre + decodes * tpot), MAX_UTILISATION)
