@@ -129,6 +129,11 @@ def test_dp_plan_says_the_prefills_its_lockstepped_ranks_wait_for(advisor) -> No
     assert held >= 0.1 * d["tpot_ms"]
     assert (f"other requests' prefills add {held:.1f} ms per output token (its DP ranks step together: a prompt "
             "on any rank holds all)") in d["why"]
+    p = d["plan"]
+    args = ("predict", MINIMAX, "--tp", str(p["tp"]), "--dp", str(p["dp"]), "--ep", str(p["ep"]), "--concurrency", "64")
+    r, j = advisor(*args), _json(advisor, *args)
+    assert r.code == 0 and (f"  other requests' prefills add {j['prefill_interference_ms']:.1f} ms per output token "
+                            "(its DP ranks step together") in r.out
 
 
 # --- item 19: a borrowed calibration says its error is another box's -----------------------------------------

@@ -60,17 +60,25 @@ def why(d: Prediction, case: Case, missed: Query | None = None) -> str:
     if d.allreduces_per_step:
         parts.append(f"{d.allreduces_per_step} allreduces per step of {call_kb:.0f} KiB "
                      f"(hidden {arch.hidden_size}) cost {b['comm']:.1f} ms")
-    held = d.prefill_interference_ms or 0.0
-    if d.tpot_ms and held >= 0.1 * d.tpot_ms:  # other requests' prompt chunks in the decode steps (cost/serving.py)
-        lock = " (its DP ranks step together: a prompt on any rank holds all)" \
-            if case.plan.dp > 1 and arch.moe is not None else ""
-        parts.append(f"other requests' prefills add {held:.1f} ms per output token{lock}")
+    if held := prefill_note(d):
+        parts.append(held)
     kv = (d.kv_bytes_per_token_per_gpu or 0) / 1024
     mla = ", MLA latent replicated on every rank" if arch.attention == "mla" and case.plan.tp > 1 else ""
     parts.append(f"KV {kv:.1f} KiB/token/GPU{mla}, room for {d.kv_cache_tokens:,} tokens")
     if d.queueing:
         parts.append(d.queueing)
     return "; ".join(parts) + "."
+
+
+def prefill_note(d: Prediction) -> str | None:
+    """What other requests' prompt chunks add to each output token (`cost/serving.py`), when it is a tenth of TPOT
+    or more; on a MoE model's DP plan, that its ranks step together (`serving.py: _lockstep`)."""
+    held = d.prefill_interference_ms or 0.0
+    if not d.tpot_ms or held < 0.1 * d.tpot_ms:
+        return None
+    lock = " (its DP ranks step together: a prompt on any rank holds all)" \
+        if d.plan.dp > 1 and d.mechanism_ms.get("moe", 0.0) > 0 else ""
+    return f"other requests' prefills add {held:.1f} ms per output token{lock}"
 
 
 def unfit_reason(cases: list[Case], hw: HardwareProfile) -> str:

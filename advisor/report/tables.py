@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from advisor.decide.explain import prefill_note
 from advisor.hardware import HardwareProfile
 from advisor.report.fitwidth import Col, fitted_table, print_line, say_dropped
 from advisor.report.units import billions, gb, gib, kib, plural
@@ -109,6 +110,8 @@ def predict_panel(d: Prediction) -> None:
                       f"per sequence per step (acceptance: {d.spec_acceptance_source})")
     console.print("  decode step: " + ", ".join(f"{k} {v:.2f} ms" for k, v in d.breakdown_ms.items())
                   + f"  -> bound by {d.bottleneck}")
+    if held := prefill_note(d):
+        console.print(f"  {held}")
     console.print(f"  {d.collectives_per_step} collectives per step ({d.allreduces_per_step} allreduces), "
                   f"{(d.allreduce_bytes_per_token or 0) / 1e6:.2f} MB allreduce payload per token")
     pg = d.per_gpu
