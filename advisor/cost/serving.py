@@ -156,8 +156,8 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
     # DP ranks whose prompt chunks fall in steps of their own: a MoE layer's dispatch/combine holds every rank,
     # and no balancing aligns their chunks (TensorRT-LLM's `attention_dp_config` balance, `adp_balance_wait_steps`)
     independent = np.where((F.moe_layers > 0) & (np.asarray(options.adp_timeout_iters) <= 0), F.dp, 1.0)
-    steady = (_mixed if sched.mixed else _separate)(step, sched, running, input_len, steps, ctx_dec, t_dec, arrival,
-                                                    independent)
+    steady = _mixed(step, sched, running, input_len, steps, ctx_dec, t_dec, arrival, independent) if sched.mixed \
+        else _separate(step, sched, running, input_len, steps, ctx_dec, parts, arrival, independent)
     s = share  # of requests served in synchronized waves (`wave_share`)
     if np.any(s):
         first = _first_round(step, sched, running, input_len, steps, ctx_dec, t_dec)
@@ -279,30 +279,29 @@ def _mixed(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.nd
     # prefill step when any of the n ranks carries a chunk: 1 - (1 - f)^n of the steps (`_lockstep`).
     n = np.maximum(np.asarray(independent, dtype=float), 1.0)
     busy = np.where(n > 1, 1 - (1 - f) ** n, f)
-    t_pre = _lockstep(step, d, ctx_dec, chunk, input_len, n, n * f / np.maximum(busy, 1e-12))
-    t = (1 - busy) * step(d, ctx_dec, 0 * chunk, input_len / 2, d)["total"] + busy * t_pre
-    own = np.maximum(service, 1.0) * _lockstep(step, d, ctx_dec, chunk, input_len, n, 1 + (n - 1) * f)
+    full, dec = step(d, ctx_dec, chunk, input_len / 2, d + 1), step(d, ctx_dec, 0 * chunk, input_len / 2, d)
+    t_pre = _lockstep(full, dec, n, n * f / np.maximum(busy, 1e-12))
+    t = (1 - busy) * dec["total"] + busy * t_pre
+    own = np.maximum(service, 1.0) * _lockstep(full, dec, n, 1 + (n - 1) * f)
     return t, (arrival + wait) * t + own, p / np.maximum(p + d, 1e-9)
 
 
-def _lockstep(step: StepFn, d: np.ndarray, ctx_dec: np.ndarray, chunk: np.ndarray, input_len: np.ndarray,
-              n: np.ndarray, k: np.ndarray) -> np.ndarray:
+def _lockstep(full: dict[str, np.ndarray], dec: dict[str, np.ndarray], n: np.ndarray, k: np.ndarray) -> np.ndarray:
     """A step of n lockstepped DP ranks in which k of them (on average) carry a prompt chunk: the chunk's rank
-    sets the GEMMs, attention and the busiest rank's dispatch/combine (`step` with the chunk on every rank), the
-    MoE runs the k chunks' tokens in place of the n that `step` assumes. vLLM runs such a step unpadded: a rank
-    whose batch exceeds the largest CUDA graph runs eager and then every rank does, each with its own tokens
-    (v0.33.0 `v1/worker/gpu/dp_utils.py: sync_cudagraph_and_dp_padding`); TensorRT-LLM's attention-DP gathers
-    each rank's own count (`all_rank_num_tokens`). n = 1: `step` as it is."""
-    full = step(d, ctx_dec, chunk, input_len / 2, d + 1)
+    sets the GEMMs, attention and the busiest rank's dispatch/combine (`full`, the step with the chunk on every
+    rank, as `step` assumes), the MoE runs k chunks' tokens, between the decode step's MoE (`dec`, none) and
+    `full`'s (n), linearly in k. vLLM runs such a step unpadded: a rank whose batch exceeds the largest CUDA graph
+    runs eager and then every rank does, each with its own tokens (v0.33.0 `v1/worker/gpu/dp_utils.py:
+    sync_cudagraph_and_dp_padding`); TensorRT-LLM's attention-DP gathers each rank's own count
+    (`all_rank_num_tokens`). n = 1: `full` as it is."""
     if np.all(n <= 1):
         return full["total"]
-    part = step(d, ctx_dec, chunk * np.minimum(k / n, 1.0), input_len / 2, d + 1)
-    return full["total"] - full["mech_moe"] + part["mech_moe"]
+    return full["total"] - (1 - np.minimum(k / n, 1.0)) * (full["mech_moe"] - dec["mech_moe"])
 
 
 def _separate(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.ndarray, decodes: np.ndarray,
-              ctx_dec: np.ndarray, t_dec: np.ndarray, arrival: np.ndarray, independent: np.ndarray | float = 1.0
-              ) -> tuple[np.ndarray, ...]:
+              ctx_dec: np.ndarray, dec: dict[str, np.ndarray], arrival: np.ndarray,
+              independent: np.ndarray | float = 1.0) -> tuple[np.ndarray, ...]:
     """Staggered arrivals, prefill-first: other requests' prefill steps pause the decodes; a prompt waits for
     the prefills ahead of it (M/D/1 on the prefill steps). (TPOT, TTFT, prefill share of the time).
     n lockstepped DP ranks: a rank's decode step lasts a prefill step when another rank prefills in it,
@@ -312,10 +311,10 @@ def _separate(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np
     pre_steps = np.ceil(input_len / sched.budget)
     n = np.maximum(np.asarray(independent, dtype=float), 1.0)
     q = running * pre_steps / (running * pre_steps + np.maximum(decodes, 1.0))
-    one = _lockstep(step, zero, ctx_dec, chunk, input_len, n, 1 + (n - 1) * q)
+    one = _lockstep(step(zero, ctx_dec, chunk, input_len / 2, 1 + zero), dec, n, 1 + (n - 1) * q)
     t_pre = pre_steps * one
     held = np.where(n > 1, 1 - (1 - q) ** (n - 1), 0.0)
-    t_dec = (1 - held) * t_dec + held * one
+    t_dec = (1 - held) * dec["total"] + held * one
     rho = (running - 1) * t_pre / (t_pre + decodes * t_dec)
     tpot = t_dec * (1 + rho)
     u = np.minimum(running * t_pre / (t_pre + decodes * tpot), MAX_UTILISATION)
