@@ -31,8 +31,8 @@ do; SGLang `scheduler_dp_attn_mixin.py: prepare_mlp_sync_batch` gathers every ra
 idle batch). A step carries a prompt chunk when any of the n ranks does, 1 - (1 - f)^n of the steps where one
 rank's share is f, and lasts as long as that rank's GEMMs and attention (`_lockstep`); under SGLang a rank's decode
 step lasts another rank's prefill step. TensorRT-LLM's attention-DP balance (below) holds context requests until
-every rank has one: its chunks come together, f of the steps with every rank's (SGLang's like `--enable-prefill-
-delayer` is off by default and not modelled).
+every rank has one: its chunks come together, f of the steps with every rank's. SGLang's counterpart
+(`--enable-prefill-delayer`) is off by default and not modelled.
 
 A benchmark is often not staggered: a closed-loop client (`vllm bench serve --max-concurrency`, genai-perf)
 releases every user at once, so r prompts (r x I tokens) are prefilled FCFS in n = r I / chunk steps and the
