@@ -156,7 +156,7 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
     # DP ranks whose prompt chunks fall in steps of their own: a MoE layer's dispatch/combine holds every rank,
     # and no balancing aligns their chunks (TensorRT-LLM's `attention_dp_config` balance, `adp_balance_wait_steps`)
     independent = np.where((F.moe_layers > 0) & (np.asarray(options.adp_timeout_iters) <= 0), F.dp, 1.0)
-    steady = _mixed(step, sched, running, input_len, steps, ctx_dec, t_dec, arrival, independent) if sched.mixed \
+    steady = _mixed(step, sched, running, input_len, steps, ctx_dec, arrival, independent) if sched.mixed \
         else _separate(step, sched, running, input_len, steps, ctx_dec, parts, arrival, independent)
     s = share  # of requests served in synchronized waves (`wave_share`)
     if np.any(s):
@@ -258,8 +258,7 @@ def arrival_steps(running: np.ndarray, ahead: np.ndarray | float) -> np.ndarray:
 
 
 def _mixed(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.ndarray, decodes: np.ndarray,
-           ctx_dec: np.ndarray, t_dec: np.ndarray, arrival: np.ndarray, independent: np.ndarray | float = 1.0
-           ) -> tuple[np.ndarray, ...]:
+           ctx_dec: np.ndarray, arrival: np.ndarray, independent: np.ndarray | float = 1.0) -> tuple[np.ndarray, ...]:
     """Staggered arrivals, decodes and prefill chunks in one step: (TPOT, TTFT, prefill share of a step).
     TPOT is the average mixed step; a prompt waits for the prefill ahead of it, then the steps carrying it."""
     lifetime_steps = decodes + 1.0
