@@ -181,6 +181,17 @@ def test_fit_without_model_lists_the_catalog(hf_home: Path) -> None:
     assert all(d["plan"]["tp"] == 4 for d in docs)
 
 
+
+def test_weight_dtype_is_the_one_served(hf_home: Path) -> None:
+    """`weight_dtype` reports what `--weight-dtype` re-quantized to, with the weight bytes that go with it
+    (Llama-3.1-70B BF16 at TP8: 70.6B params / 8 ~ 17.6 GB per GPU; FP8 about half)."""
+    own, fp8 = (run_json(hf_home, "fit", "meta-llama/Llama-3.1-70B", "--hw", "h100-sxm", "--tp", "8", *extra)[0]
+                for extra in ((), ("--weight-dtype", "fp8")))
+    assert (own["weight_dtype"], fp8["weight_dtype"]) == ("bf16", "fp8")
+    assert fp8["per_gpu"]["weights_bytes"] < 0.6 * own["per_gpu"]["weights_bytes"]
+    text = run(hf_home, "predict", "meta-llama/Llama-3.1-70B", "--hw", "h100-sxm", "--tp", "8", "--weight-dtype", "fp8")
+    assert text.returncode == 0 and "(fp8)" in text.stdout
+
 def test_predict_has_every_design_field(hf_home: Path) -> None:
     d = run_json(hf_home, "predict", MINIMAX, "--tp", "4", "--concurrency", "8")
     missing = [k for k in PREDICT_FIELDS if k not in d]

@@ -143,11 +143,8 @@ class ModelArch(Frozen):
 
     @property
     def weight_dtype(self) -> str:
-        """The format holding most of the weight bytes (the checkpoint's headline dtype)."""
-        by_fmt: dict[str, float] = {}
-        for w in self.weights:
-            by_fmt[w.fmt] = by_fmt.get(w.fmt, 0.0) + w.params
-        return short_name(max(by_fmt, key=lambda f: by_fmt[f]))
+        """The checkpoint's headline dtype (`headline_dtype` of its weights)."""
+        return headline_dtype(self.weights)
 
     @property
     def layer_kinds(self) -> dict[str, int]:
@@ -198,3 +195,12 @@ def token_kv_bytes(g: AttnGroup, tp: int, b: float) -> float:
         heads = max(1.0, g.kv_heads / tp)
         return heads * (g.k_dim + g.v_dim) * b
     return 0.0
+
+
+def headline_dtype(weights: tuple[WeightGroup, ...]) -> str:
+    """The format holding most of the weights' parameters: a checkpoint's headline dtype, or what
+    `--weight-dtype` re-quantized it to."""
+    by_fmt: dict[str, float] = {}
+    for w in weights:
+        by_fmt[w.fmt] = by_fmt.get(w.fmt, 0.0) + w.params
+    return short_name(max(by_fmt, key=lambda f: by_fmt[f]))

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from advisor.arch.model import ModelArch, WeightGroup
+from advisor.arch.model import ModelArch, WeightGroup, headline_dtype
 from advisor.cost.collectives import Collective, allreduce_summary, step_collectives
 from advisor.cost.features import Features, plan_features
 from advisor.cost.memory import MemoryFit, memory_fit, startup_lines
@@ -120,7 +120,7 @@ def _fit_fields(case: Case, hw: HardwareProfile) -> dict[str, Any]:
             "max_concurrency": mem.max_concurrency if mem and case.runs else 0,
             "max_model_len": mem.max_model_len if mem else None, "kv_cache_dtype": mem.kv_dtype if mem else None,
             "kv_bytes_per_token_per_gpu": mem.kv_bytes_per_token if mem else None,
-            "weight_dtype": case.arch.weight_dtype, "startup_log": log}
+            "weight_dtype": headline_dtype(case.weights), "startup_log": log}
 
 
 def not_running(case: Case, hw: HardwareProfile, workload: Workload, calibrated: dict[str, Any]) -> Prediction:

@@ -116,7 +116,7 @@ def predict_panel(d: Prediction) -> None:
                   f"{(d.allreduce_bytes_per_token or 0) / 1e6:.2f} MB allreduce payload per token")
     pg = d.per_gpu
     assert pg is not None
-    console.print(f"  per GPU: weights {gib(pg.weights_bytes)}, KV room {gib(pg.kv_cache_bytes)} "
+    console.print(f"  per GPU: weights {gib(pg.weights_bytes)} ({d.weight_dtype}), KV room {gib(pg.kv_cache_bytes)} "
                   f"({d.kv_cache_tokens:,} tokens, {d.kv_cache_dtype})")
     console.print(f"  calibrated: {calibration_line(d.calibrated)}")
 
