@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
-Engine = Literal["vllm", "sglang"]  # engines the cost model predicts and prints commands for
-MeasuredEngine = Literal["vllm", "sglang", "trtllm"]  # engines a measurement or a calibration may name
-ENGINES: tuple[str, ...] = ("vllm", "sglang")
-MEASURED_ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm")
-# Physics a measured engine is predicted with: TensorRT-LLM has no model of its own here (yet), so its rows
-# are predicted with vLLM's collectives and scheduler and its fitted terms absorb the difference.
+Engine = Literal["vllm", "sglang", "trtllm"]  # engines the cost model predicts and prints commands for
+MeasuredEngine = Engine  # engines a measurement or a calibration may name
+ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm")
+MEASURED_ENGINES: tuple[str, ...] = ENGINES
+# Physics a measured engine is predicted with (each its own scheduler; TensorRT-LLM's allreduce is its own on
+# NVLink and vLLM's elsewhere, `cost/step.py`).
 PHYSICS_ENGINE: dict[str, str] = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}
 
 KvDtype = Literal["auto", "bf16", "fp8"]
@@ -56,7 +56,7 @@ Printed = Literal["blocks", "concurrency"]
 
 @dataclass(frozen=True)
 class Release:
-    """A span of engine releases (minor versions `first`..`last`) that account memory the same way.
+    """A span of engine releases (minor versions `first`..`last` of `major`) that account memory the same way.
 
     `sampler`: how the start-up profile's sampler warm-up holds the logits (see `cost/budget.py`);
     `graph_estimate`: the CUDA-graph memory estimate is subtracted from the KV budget by default;
@@ -72,10 +72,12 @@ class Release:
     printed: Printed
     big_tier_gib: int | None
     source: str
+    major: int = 0
 
     @property
     def name(self) -> str:
-        return f"0.{self.first}" if self.first == self.last else f"0.{self.first}-0.{self.last}"
+        m = self.major
+        return f"{m}.{self.first}" if self.first == self.last else f"{m}.{self.first}-{m}.{self.last}"
 
 
 # vLLM, from the release wheels' sources (vllm==X, file:function); each row says what changed at `first`.
@@ -105,14 +107,22 @@ SGLANG_RELEASES: tuple[Release, ...] = (
             "sglang v0.5.23 memory_hook.py:handle_gpu_memory_settings, kv_cache_configurator.py:"
             "_profile_available_bytes"),
 )
-# TensorRT-LLM rows borrow vLLM's memory accounting (its KV pool, `kv_cache_free_gpu_mem_fraction` of the free
-# memory after loading, is not modelled); its scheduler and plans are its own (cost/serving.py, cost/plan.py).
-DEFAULT_ENGINE_VERSION: dict[str, str] = {"vllm": "0.33", "sglang": "0.5", "trtllm": "0.33"}
+# TensorRT-LLM's PyTorch backend: a profile run of max_num_tokens, then KV = free_gpu_memory_fraction (0.9) x
+# (device total - peak torch memory - memory outside torch) (`_torch/pyexecutor/_util.py: KvCacheCreator.
+# _cal_max_memory`, `llmapi/llm_args.py: KvCacheConfig.free_gpu_memory_fraction`; `cost/budget.py: trtllm_budget`).
+TRTLLM_RELEASES: tuple[Release, ...] = (
+    Release("trtllm", 0, 2, 0.9, "v2", True, "blocks", None,
+            "TensorRT-LLM 1.0-1.2 _torch/pyexecutor/_util.py:KvCacheCreator (profile run, _cal_max_memory); "
+            "llmapi/llm_args.py KvCacheConfig.free_gpu_memory_fraction 0.9, max_batch_size 2048, "
+            "max_num_tokens 8192", major=1),
+)
+DEFAULT_ENGINE_VERSION: dict[str, str] = {"vllm": "0.33", "sglang": "0.5", "trtllm": "1.2"}
+_TABLES = {"vllm": VLLM_RELEASES, "sglang": SGLANG_RELEASES, "trtllm": TRTLLM_RELEASES}
 ENGINE_VERSION_HELP = (
     "Engine release whose memory accounting and defaults to model, MAJOR.MINOR[.PATCH]. vLLM 0.11-0.33 "
     "(default 0.33: the newest release whose KV budget comes from the start-up profile; 0.34 sizes an "
-    "extensible KV cache after warm-up, not modelled); SGLang 0.5 (default). Spans that account alike: "
-    + ", ".join(r.name for r in VLLM_RELEASES) + ".")
+    "extensible KV cache after warm-up, not modelled); SGLang 0.5 (default); TensorRT-LLM 1.0-1.2 (default "
+    "1.2). vLLM spans that account alike: " + ", ".join(r.name for r in VLLM_RELEASES) + ".")
 
 
 @cache  # pure in its arguments: a table lookup
@@ -120,8 +130,8 @@ def release(engine: str, version: str | None = None) -> Release:
     """The modelled release span holding `version` ("0.19.1", "0.20"; None: the default) of `engine`."""
     text = version or DEFAULT_ENGINE_VERSION[engine]
     m = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.\S*)?", text.strip())
-    table = SGLANG_RELEASES if engine == "sglang" else VLLM_RELEASES
-    if m and int(m.group(1)) == 0:
+    table = _TABLES[engine]
+    if m and int(m.group(1)) == table[0].major:
         minor = int(m.group(2))
         for r in table:
             if r.first <= minor <= r.last:

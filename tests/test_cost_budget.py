@@ -174,3 +174,40 @@ def test_smaller_pages_get_larger_blocks(hw: HardwareProfile) -> None:
     need = 32768 // 64 + 5 * (-(-(1023 + 8192) // 16) + 1)  # 1 full group, 5 sliding groups of 5 layers
     assert m.concurrency == pytest.approx(m.num_blocks / need)
     assert m.block_size == 16 and m.gpu_kv_cache_tokens == m.num_blocks // 6 * 16
+
+
+def test_trtllm_kv_is_its_fraction_of_what_the_profile_leaves(hw: HardwareProfile) -> None:
+    """TensorRT-LLM (`_torch/pyexecutor/_util.py: KvCacheCreator._cal_max_memory`): KV = free_gpu_memory_fraction
+    (0.9 by default) x (device total - peak torch memory - memory outside torch), after a profile run of
+    max_num_tokens (8192) and with its decode graphs (batch 1-31, 32, 64, 128) captured. The fraction scales
+    what is left, so halving it halves the KV exactly (vLLM's share of the device total does not)."""
+    a, plan = catalog_arch(MINIMAX), Plan(tp=4)
+    w = weights_per_gpu(requantize(a, None), plan)
+    m = memory_fit(a, plan, hw, Settings(engine="trtllm"), requantize(a, None))
+    b = m.budget
+    assert (b.utilization, m.engine_version) == (0.9, "1.0-1.2")
+    assert b.forward == forward_bytes(a, plan, 8192)
+    assert b.cudagraph == pytest.approx(forward_bytes(a, plan, 128) + 33 * 2**20)
+    pre = CUDA_CONTEXT_BYTES + 3 * NCCL_INIT_PEER_BYTES
+    nt = FITTED.non_torch_base_bytes + 3 * FITTED.nccl_peer_bytes
+    left = hw.gpu.cuda_total_bytes - w - b.forward - pre - nt - b.cudagraph
+    assert m.available_kv_bytes == pytest.approx(0.9 * left)
+    half = memory_fit(a, plan, hw, Settings(engine="trtllm", gpu_memory_utilization=0.45), requantize(a, None))
+    assert half.available_kv_bytes / m.available_kv_bytes == pytest.approx(0.5)
+    vllm = [fit(MINIMAX, plan, hw, gpu_memory_utilization=u).available_kv_bytes for u in (0.92, 0.46)]
+    assert vllm[1] / vllm[0] < 0.4  # vLLM: weights and activations come out of the halved share
+
+
+@pytest.mark.parametrize("version", ["0.33", "1.3.0rc1", "2.0"])
+def test_unmodelled_trtllm_releases_are_refused(version: str) -> None:
+    with pytest.raises(ValueError, match=r"not a modelled trtllm release \(modelled: 1.0-1.2\)"):
+        release("trtllm", version)
+
+
+def test_trtllm_says_what_does_not_fit_in_its_own_terms() -> None:
+    """DeepSeek-V3 (671B at FP8) on two B200s: 314 GiB of weights per GPU against the GPU itself, not a vLLM share."""
+    b200 = load_profile("b200-sxm")
+    m = fit("deepseek-ai/DeepSeek-V3", Plan(tp=2), b200, engine="trtllm")
+    assert not m.fits and m.reason is not None
+    assert m.reason.startswith("weights 314.0 GiB per GPU alone exceed the 178.4 GiB the GPU has after the CUDA")
+    assert fit("deepseek-ai/DeepSeek-V3", Plan(tp=4), b200, engine="trtllm").fits

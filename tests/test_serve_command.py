@@ -107,3 +107,38 @@ def test_human_output_prints_the_notes_under_the_command(advisor) -> None:
     lines = r.out.splitlines()
     run = next(i for i, ln in enumerate(lines) if ln.strip().startswith("run:"))
     assert lines[run + 1].strip().startswith("note: needs a pre-quantized NVFP4 checkpoint")
+
+
+def test_trtllm_serve_with_attention_dp_and_an_fp8_cache(advisor) -> None:
+    """`trtllm-serve` (TensorRT-LLM `commands/serve.py`): --tp_size counts every GPU, attention DP and the KV dtype
+    go in the `--extra_llm_api_options` YAML, given inline, whose `kv_cache_config` restates the memory fraction
+    (it replaces the one the flags build); the inline file is what bash hands the server."""
+    import subprocess
+
+    kimi = "moonshotai/Kimi-K2.5"
+    rows = [d for d in _rank(advisor, kimi, "--engine", "trtllm", "--all-plans", "--kv-cache-dtype", "fp8",
+                             "--gpu-memory-utilization", "0.8") if d["plan"]["dp"] > 1]
+    assert rows and all(d["plan"]["tp"] == 1 for d in rows)  # its attention DP spans every rank
+    d = rows[0]
+    cmd, p = d["command"], d["plan"]
+    assert cmd.startswith(("trtllm-serve " + kimi, "CUDA_VISIBLE_DEVICES"))
+    assert _flag(cmd, "--tp_size") == str(p["dp"]) and _flag(cmd, "--kv_cache_free_gpu_memory_fraction") == "0.8"
+    assert _flag(cmd, "--max_num_tokens") == "8192" and _flag(cmd, "--max_batch_size") == "2048"
+    assert (_flag(cmd, "--ep_size") == str(p["ep"])) == (p["ep"] > 1) and "--trust_remote_code" in cmd
+    inline = re.search(r"<\(printf '[^']*'\)", cmd).group(0)  # type: ignore[union-attr]
+    yaml = subprocess.run(["bash", "-c", f"cat {inline}"], capture_output=True, text=True, check=True).stdout
+    assert yaml.splitlines() == ["enable_attention_dp: true", "kv_cache_config:", "  dtype: fp8",
+                                 "  free_gpu_memory_fraction: 0.8"]
+
+
+def test_trtllm_refuses_what_it_cannot_form(advisor) -> None:
+    """TensorRT-LLM 1.0-1.2: no block-FP8 kernels on SM120 (MiniMax-M2.5 on the RTX PRO 6000 box), no TP beside
+    attention DP; vLLM runs both."""
+    r = advisor("predict", MINIMAX, "--tp", "4", "--engine", "trtllm", "--json")
+    assert r.code == 0 and not json.loads(r.out)["fits"]
+    assert "no block-FP8 kernels for SM120" in json.loads(r.out)["reason"]
+    r = advisor("predict", "openai/gpt-oss-120b", "--tp", "2", "--dp", "4", "--ep", "8", "--engine", "trtllm", "--json")
+    assert "attention DP spans every rank" in json.loads(r.out)["reason"]
+    assert json.loads(advisor("predict", MINIMAX, "--tp", "4", "--json").out)["fits"]
+    r = advisor("predict", MINIMAX, "--engine", "trtllm", "--engine-version", "0.33")
+    assert r.code == 2 and "not a modelled trtllm release" in r.err and len(r.err.strip().splitlines()) == 1

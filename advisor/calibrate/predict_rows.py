@@ -7,8 +7,8 @@ prediction for every row of a bucket is one vectorised `advisor.cost.timing.pred
 re-runs that call with trial terms. Records are immutable: `with_predictions` returns new ones. The rows are
 read into cases and buckets by `predict_table` (`prepare`, `predict_rows`), which builds on this module.
 
-TensorRT-LLM rows are predicted with its own scheduler and plan rules and vLLM's memory accounting
-(`engines.PHYSICS_ENGINE`, `engines.DEFAULT_ENGINE_VERSION`).
+TensorRT-LLM rows are predicted with its own scheduler, plan rules and KV budget, whose start-up profile's
+activation and non-torch memory are vLLM's estimates (`TRTLLM_ASSUMPTION`, `cost/budget.py: trtllm_budget`).
 """
 
 from __future__ import annotations
@@ -168,11 +168,14 @@ def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measureme
     return result
 
 
+TRTLLM_ASSUMPTION = "trtllm: its start-up profile's activation and non-torch memory estimated as vLLM's"
+
+
 def _assumptions(row: Measurement) -> tuple[str, ...]:
     """What a prediction of the row assumes: the lengths it does not state, vLLM physics for TensorRT-LLM."""
     notes = ((row.input_len is None, f"input_len unknown: assumed {DEFAULT_INPUT_LEN}"),
              (row.output_len is None, f"output_len unknown: assumed {DEFAULT_OUTPUT_LEN}"),
-             (row.engine == "trtllm", "trtllm: its scheduler and plan rules, vLLM's memory accounting"))
+             (row.engine == "trtllm", TRTLLM_ASSUMPTION))
     return tuple(text for applies, text in notes if applies)
 
 

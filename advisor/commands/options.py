@@ -57,11 +57,14 @@ GpuMemoryUtilization = Annotated[float | None, typer.Option(
     "--gpu-memory-utilization", min=0.05, max=1.0, show_default=False,
     help="Share of each GPU's memory the engine may use [default: the engine release's: vLLM 0.9 up to 0.19, "
          "0.92 from 0.20]; with --engine sglang it is SGLang's --mem-fraction-static [default: SGLang's "
-         "heuristic for the GPU and plan].")]
+         "heuristic for the GPU and plan]; with --engine trtllm the share of the memory left after the start-up "
+         "profile that goes to the KV cache (--kv_cache_free_gpu_memory_fraction) [default: 0.9].")]
 EngineVersion = Annotated[str | None, typer.Option("--engine-version", show_default=False, help=ENGINE_VERSION_HELP)]
 WeightDtypeOpt = Annotated[WeightDtype | None, typer.Option(
     "--weight-dtype", show_default=False, help="Re-quantize the linear layers (default: the checkpoint's own).")]
-EngineOpt = Annotated[Engine, typer.Option("--engine", help="Serving engine.")]
+EngineOpt = Annotated[Engine, typer.Option(
+    "--engine", help="Serving engine: vllm, sglang, or trtllm (TensorRT-LLM's PyTorch backend; calibrated on H100, "
+                     "B200 and GB200 only).")]
 Calibration = Annotated[str | None, typer.Option(
     "--calibration", show_default=False,
     help="Calibration file (default: the shipped one for this hardware and engine, if any).")]

@@ -68,7 +68,8 @@ class Budget(BaseModel):
 
     capacity: float  # what CUDA reports as the device total
     utilization: float
-    requested: float  # capacity x utilization (vLLM); SGLang: free before load x mem_fraction_static
+    requested: float  # capacity x utilization (vLLM); SGLang: free before load x mem_fraction_static;
+    # TensorRT-LLM: capacity - CUDA context and NCCL init (its fraction applies to what the profile leaves)
     weights: float
     sampler: float  # sampler warm-up peak (logits for max_num_seqs rows over the vocabulary)
     forward: float  # forward of max_num_batched_tokens (MoE / MLP / attention intermediates)
@@ -187,6 +188,31 @@ def vllm_budget(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Sett
                   forward=fwd, persistent=keep, activation=act, non_torch=nt, cudagraph=graphs,
                   pre_snapshot=CUDA_CONTEXT_BYTES + NCCL_INIT_PEER_BYTES * peers(arch, plan),
                   available_kv=requested - weights - act - nt - graphs)
+
+
+# TensorRT-LLM `llmapi/llm_args.py: CudaGraphConfig._generate_cuda_graph_batch_sizes` (max_batch_size 0 -> 128,
+# padding off): one decode graph per batch size 1-31, 32, 64, 128
+TRTLLM_GRAPH_SIZES = [*range(1, 32), 32, 64, 128]
+
+
+def trtllm_budget(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settings, weights: float,
+                  consts: Constants = FITTED) -> Budget:
+    """TensorRT-LLM's KV pool on one GPU (PyTorch backend): after a profile run of max_num_tokens prompt tokens
+    (CUDA graphs captured before it), KV = free_gpu_memory_fraction x (device total - peak torch memory
+    (weights + the forward's activations) - memory outside torch (CUDA context, NCCL, graphs))
+    (`_torch/pyexecutor/_util.py: KvCacheCreator.configure_kv_cache_capacity, _cal_max_memory`). The
+    activation and non-torch terms are vLLM's estimates (`forward_bytes`, `Constants`) for the same forward."""
+    cap = cuda_total(hw)
+    frac = settings.utilization()
+    fwd = forward_bytes(arch, plan, settings.batched_tokens(int(cap), hw.gpu.name))
+    pre = CUDA_CONTEXT_BYTES + NCCL_INIT_PEER_BYTES * peers(arch, plan)
+    nt = consts.non_torch_base_bytes + consts.nccl_peer_bytes * peers(arch, plan)
+    graphs = 0.0 if settings.enforce_eager else \
+        forward_bytes(arch, plan, max(TRTLLM_GRAPH_SIZES)) + (len(TRTLLM_GRAPH_SIZES) - 1) * GRAPH_FLOOR_BYTES
+    available = frac * (cap - weights - fwd - pre - nt - graphs)
+    return Budget(capacity=cap, utilization=frac, requested=cap - pre,
+                  weights=weights, sampler=0.0, forward=fwd, persistent=0.0, activation=fwd, non_torch=nt,
+                  cudagraph=graphs, pre_snapshot=pre, available_kv=available)
 
 
 def sglang_defaults(plan: Plan, gpu_mib: float) -> tuple[int, int]:

@@ -17,7 +17,7 @@ import math
 from pydantic import BaseModel, ConfigDict
 
 from advisor.arch.model import ModelArch, WeightGroup, token_kv_bytes
-from advisor.cost.budget import FITTED, Budget, Constants, sglang_budget, vllm_budget
+from advisor.cost.budget import FITTED, Budget, Constants, sglang_budget, trtllm_budget, vllm_budget
 from advisor.cost.plan import Plan
 from advisor.cost.weights import weights_per_gpu
 from advisor.cost.workload import Settings
@@ -162,7 +162,7 @@ def _tipping(budget: Budget) -> str:
         total += value
         if total > budget.requested:
             return f"{name}, {value / GiB:.1f} GiB"
-    return "the sum"
+    return "sum of them"
 
 
 def no_fit_reason(budget: Budget, engine: str, model_len: int, tokens: int, conc: float) -> str | None:
@@ -173,11 +173,12 @@ def no_fit_reason(budget: Budget, engine: str, model_len: int, tokens: int, conc
                 f"context and NCCL) is less than --gpu-memory-utilization {u:g} x {cap:.1f} GiB")
     if b.available_kv <= 0:
         used = b.weights + b.non_torch + b.activation + b.cudagraph
+        of = (f"the {b.requested / GiB:.1f} GiB the GPU has after the CUDA context and NCCL" if engine == "trtllm"
+              else f"the {b.requested / GiB:.1f} GiB budget ({u:g} of {cap:.1f} GiB)")
         if b.weights > b.requested:
-            return (f"weights {b.weights / GiB:.1f} GiB per GPU alone exceed the {b.requested / GiB:.1f} GiB budget "
-                    f"({u:g} of {cap:.1f} GiB)")
-        return (f"needs {used / GiB:.1f} GiB per GPU before any KV cache, over the {b.requested / GiB:.1f} GiB "
-                f"budget ({u:g} of {cap:.1f} GiB); it is tipped by the {_tipping(b)} (weights "
+            return f"weights {b.weights / GiB:.1f} GiB per GPU alone exceed {of}"
+        return (f"needs {used / GiB:.1f} GiB per GPU before any KV cache, over {of}; it is tipped by the "
+                f"{_tipping(b)} (weights "
                 f"{b.weights / GiB:.1f}, non-torch {b.non_torch / GiB:.1f}, activation {b.activation / GiB:.1f}, "
                 f"CUDA graphs {b.cudagraph / GiB:.1f} GiB)")
     if conc < 1:
@@ -205,6 +206,8 @@ def memory_fit(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Setti
     rel = settings.release()
     if settings.engine == "sglang":
         budget = sglang_budget(arch, plan, hw, settings, w)
+    elif settings.engine == "trtllm":
+        budget = trtllm_budget(arch, plan, hw, settings, w, consts)
     else:
         budget = vllm_budget(arch, plan, hw, settings, w, model_len, consts)
     b, dtype = kv_elem_bytes(arch, settings, hw.gpu.sm or "")
@@ -231,6 +234,10 @@ def startup_lines(m: MemoryFit) -> list[str]:
     """The start-up log lines the engine prints for this GPU, in its own words: vLLM `gpu_model_runner.py:
     load_model`, `gpu_worker.py:determine_available_memory`, `kv_cache_utils.py:_report_kv_cache_config`;
     SGLang `model_runner.py:load_model` and `mem_cache/memory_pool.py` (GB there = 2**30 bytes)."""
+    if m.engine == "trtllm":  # `_torch/pyexecutor/_util.py: KvCacheCreator`, C++ `kvCacheManager.cpp`
+        return [f"Estimated max memory in KV cache : {m.available_kv_bytes / GiB:.2f} GiB",
+                f"[MemUsageChange] Allocated {m.available_kv_bytes / GiB:.2f} GiB for max tokens in paged KV cache "
+                f"({m.gpu_kv_cache_tokens})."]
     if m.engine == "sglang":
         return [f"Load weight end. mem usage={m.weights_bytes / GiB:.2f} GB",
                 f"KV Cache is allocated. #tokens: {m.gpu_kv_cache_tokens}",

@@ -47,10 +47,12 @@ class Plan(BaseModel):
 
 
 def invalid_reason(arch: ModelArch, plan: Plan, num_gpus: int, weights: tuple[WeightGroup, ...],
-                   engine: str = "vllm") -> str | None:
-    """Why the engine cannot run this plan, or None."""
+                   engine: str = "vllm", sm: str = "") -> str | None:
+    """Why the engine cannot run this plan on GPUs of compute capability `sm`, or None."""
     if plan.gpus > num_gpus:
         return f"needs {plan.gpus} GPUs (TP{plan.tp} x PP{plan.pp} x DP{plan.dp}), the node has {num_gpus}"
+    if engine == "trtllm" and (why := _trtllm_reason(plan, weights, sm)):
+        return why
     if plan.pp > arch.num_layers:
         return f"PP{plan.pp} exceeds the {arch.num_layers} layers"
     for g in arch.attn_groups:
@@ -70,6 +72,20 @@ def invalid_reason(arch: ModelArch, plan: Plan, num_gpus: int, weights: tuple[We
         if moe.num_experts % plan.ep:
             return f"{moe.num_experts} experts are not divisible by EP{plan.ep}"
     return _shape_reason(arch, plan, weights)
+
+
+def _trtllm_reason(plan: Plan, weights: tuple[WeightGroup, ...], sm: str) -> str | None:
+    """Plans TensorRT-LLM 1.0-1.2 cannot form. Attention DP spans all `--tp_size` ranks: attention and dense MLPs
+    run unsplit on each (`enable_attention_dp`; `_torch/models/modeling_deepseekv3.py: _compute_mlp_tp_size`, "If
+    using attention DP, the MLP also uses DP instead of TP"), so TP must be 1 beside DP. Its quantization matrix
+    lists no block-FP8 kernels on SM120 (`docs/source/features/quantization.md`)."""
+    if plan.dp > 1 and plan.tp > 1:
+        n = plan.tp * plan.dp
+        return (f"TensorRT-LLM's attention DP spans every rank (--tp_size {n} with enable_attention_dp: attention "
+                f"TP 1), so TP{plan.tp} x DP{plan.dp} cannot be formed; use TP1 x DP{n}")
+    if sm == "sm120" and any(w.fmt == "fp8-block" for w in weights):
+        return "TensorRT-LLM 1.0-1.2 has no block-FP8 kernels for SM120 (its quantization support matrix)"
+    return None
 
 
 def _shape_reason(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...]) -> str | None:

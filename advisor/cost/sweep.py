@@ -76,7 +76,7 @@ def make_case(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settin
     """`gpus`: how many of the node's GPUs may be used (default all)."""
     n = node_gpus(hw, gpus)
     weights = requantize(arch, settings.weight_dtype, settings.engine)
-    invalid = invalid_reason(arch, plan, n, weights, settings.engine)
+    invalid = invalid_reason(arch, plan, n, weights, settings.engine, hw.gpu.sm or "")
     # memory of a plan the engine cannot even form (vLLM/SGLang: EP other than TP x DP) is undefined: reason only;
     # TensorRT-LLM forms moe_tp x moe_ep = TP x DP (`Plan.moe_tp`)
     formable = plan.ep in (1, plan.tp * plan.dp) or (settings.engine == "trtllm" and invalid is None)

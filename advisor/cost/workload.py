@@ -19,13 +19,13 @@ class Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_model_len: int | None = Field(None, ge=1)
-    # vLLM --gpu-memory-utilization; with engine "sglang", SGLang's --mem-fraction-static
+    # vLLM --gpu-memory-utilization; SGLang's --mem-fraction-static; TensorRT-LLM's --kv_cache_free_gpu_memory_fraction
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
     kv_cache_dtype: KvDtype = "auto"
     weight_dtype: WeightDtype | None = None
     max_num_batched_tokens: int | None = Field(None, ge=1)
     max_num_seqs: int | None = Field(None, ge=1)
-    engine: MeasuredEngine = "vllm"  # trtllm: measured rows only (no serve command for it)
+    engine: MeasuredEngine = "vllm"
     engine_version: str | None = None  # "0.19.1", "0.33"; None: the newest modelled (engines.DEFAULT_ENGINE_VERSION)
     enforce_eager: bool = False  # --enforce-eager: no CUDA graphs
     # --speculative-config with the model's MTP heads: on/off, drafted tokens per step (None: the checkpoint's MTP
@@ -66,6 +66,8 @@ class Settings(BaseModel):
     def _tier(self, gpu_bytes: int, gpu_name: str) -> tuple[int, int]:
         if self.engine == "sglang":  # `server_args.py`: chunked_prefill_size 16384 from 160 GB, else 8192
             return (16384 if gpu_bytes >= 160e9 else 8192), 1024
+        if self.engine == "trtllm":  # `llmapi/llm_args.py`, `commands/serve.py`: max_num_tokens, max_batch_size
+            return 8192, 2048
         big = self.release().big_tier_gib if self.engine == "vllm" else None
         if big is not None and gpu_bytes >= big * GiB:
             return 16384, 1024

@@ -1,8 +1,10 @@
-"""The command that runs a chosen plan (`vllm serve` or SGLang's `launch_server`), with every engine flag that
-shaped the prediction spelled out, and what the command needs that a flag cannot give (a checkpoint).
+"""The command that runs a chosen plan (`vllm serve`, SGLang's `launch_server` or `trtllm-serve`), with every
+engine flag that shaped the prediction spelled out, and what the command needs that a flag cannot give (a
+checkpoint).
 
 vLLM flags: `vllm/engine/arg_utils.py` (EngineArgs); SGLang flags: `python/sglang/srt/server_args.py`
-(ServerArgs). Online quantization:
+(ServerArgs); TensorRT-LLM: `tensorrt_llm/commands/serve.py` and the `--extra_llm_api_options` YAML keys of
+`llmapi/llm_args.py` (TorchLlmArgs). Online quantization:
 - vLLM `--quantization fp8` on a BF16 checkpoint quantizes every linear layer and the MoE experts to FP8 at
   load (`vllm/model_executor/layers/quantization/fp8.py: Fp8Config.get_quant_method` with
   `is_checkpoint_fp8_serialized=False` -> Fp8OnlineLinearMethod / Fp8OnlineMoEMethod), with per-tensor scales:
@@ -14,7 +16,8 @@ vLLM flags: `vllm/engine/arg_utils.py` (EngineArgs); SGLang flags: `python/sglan
   (`python/sglang/srt/layers/quantization/fp8.py: Fp8LinearMethod.process_weights_after_loading`);
   `--quantization nvfp4_online` converts the MoE experts only (dense layers unchanged,
   `python/sglang/srt/layers/quantization/nvfp4_online.py`).
-- Neither engine turns a quantized checkpoint back into BF16 or into another format.
+- TensorRT-LLM quantizes nothing at load: other formats need a pre-quantized (ModelOpt) checkpoint.
+- No engine turns a quantized checkpoint back into BF16 or into another format.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from advisor.hardware import HardwareProfile
 from advisor.hardware.placement import pick_gpus
 
 # formats the engines can produce from a BF16 checkpoint at load, per engine (see the module docstring)
-ONLINE = {"vllm": {"fp8": "fp8"}, "sglang": {"fp8": "fp8", "nvfp4": "nvfp4_online"}}
+ONLINE: dict[str, dict[str, str]] = {"vllm": {"fp8": "fp8"}, "sglang": {"fp8": "fp8", "nvfp4": "nvfp4_online"},
+                                     "trtllm": {}}
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 _NAMES = {"bf16": "BF16", "fp8": "FP8", "nvfp4": "NVFP4", "mxfp4": "MXFP4", "int4": "INT4"}
 
 
@@ -50,7 +55,7 @@ class Serving:
     kv_dtype: str  # "bf16" | "fp8": the KV cache the prediction sized
     checkpoint_dtype: str  # the checkpoint's own headline weight format (short name)
     remote_code: bool  # config.json declares auto_map
-    memory_fraction: float  # --gpu-memory-utilization (vLLM) / --mem-fraction-static (SGLang) the prediction used
+    memory_fraction: float  # vLLM --gpu-memory-utilization, SGLang --mem-fraction-static, TensorRT-LLM's KV fraction
     moe_only_groups: bool = False  # the only linear groups --weight-dtype converts are routed experts
     moe: bool = False
     spec_tokens: int = 0  # MTP tokens drafted per step the prediction assumed (0: no speculation)
@@ -62,12 +67,12 @@ def serve_command(s: Serving, hw: HardwareProfile, settings: Settings) -> ServeC
     env = ""
     if s.plan.gpus < hw.topology.num_gpus:
         env = "CUDA_VISIBLE_DEVICES=" + ",".join(str(g) for g in pick_gpus(hw, s.plan.gpus)) + " "
-    build = _sglang if settings.engine == "sglang" else _vllm
+    build = {"sglang": _sglang, "trtllm": _trtllm}.get(settings.engine, _vllm)
     parts = build(s, settings, hw.gpu.memory_bytes, quant)
     if s.remote_code:
         # the config names Hub code (auto_map); vLLM forces it off for model types it registers itself
-        # (`vllm/transformers_utils/config.py: _CONFIG_REGISTRY`), SGLang defaults it to False
-        parts.append("--trust-remote-code")
+        # (`vllm/transformers_utils/config.py: _CONFIG_REGISTRY`), SGLang and TensorRT-LLM default it to False
+        parts.append("--trust_remote_code" if settings.engine == "trtllm" else "--trust-remote-code")
     return ServeCommand(env + " ".join(parts), tuple(notes))
 
 
@@ -121,6 +126,31 @@ def _sglang(s: Serving, settings: Settings, gpu_bytes: int, quant: str | None) -
     return parts
 
 
+def _trtllm(s: Serving, settings: Settings, gpu_bytes: int, quant: str | None) -> list[str]:
+    """`trtllm-serve` (PyTorch backend): `--tp_size` counts every GPU of the engine and attention DP spans them
+    (`enable_attention_dp`), `--ep_size` sets the MoE's expert-parallel size (its TP is the rest); the KV share,
+    `--max_batch_size` and `--max_num_tokens` the prediction assumed. Options without a flag go in the YAML of
+    `--extra_llm_api_options`, given inline; its `kv_cache_config` replaces the one the flags build (the merge
+    is shallow), so it restates the memory fraction."""
+    p = s.plan
+    parts = [f"trtllm-serve {s.model}", "--backend pytorch", f"--tp_size {p.tp * p.dp}"]
+    if p.pp > 1:
+        parts.append(f"--pp_size {p.pp}")
+    if p.ep > 1:
+        parts.append(f"--ep_size {p.ep}")
+    parts += [f"--max_seq_len {s.max_model_len}", f"--max_batch_size {settings.num_seqs(gpu_bytes)}",
+              f"--max_num_tokens {settings.batched_tokens(gpu_bytes)}",
+              f"--kv_cache_free_gpu_memory_fraction {s.memory_fraction:g}"]
+    yaml = ["enable_attention_dp: true"] if p.dp > 1 else []
+    if s.kv_dtype == "fp8":
+        yaml += ["kv_cache_config:", "  dtype: fp8", f"  free_gpu_memory_fraction: {s.memory_fraction:g}"]
+    if s.spec_tokens:  # the checkpoint's MTP heads (`llm_args.py: MTPDecodingConfig`)
+        yaml += ["speculative_config:", "  decoding_type: MTP", f"  num_nextn_predict_layers: {s.spec_tokens}"]
+    if yaml:
+        parts.append("--extra_llm_api_options <(printf '" + "\\n".join(yaml) + "\\n')")
+    return parts
+
+
 def quantization(engine: str, wanted: str | None, s: Serving, hw: HardwareProfile) -> tuple[str | None, list[str]]:
     """The `--quantization` value that makes the engine produce the predicted weight format, and notes: a
     checkpoint the command needs instead of `s.model`, and how this GPU runs the format."""
@@ -139,11 +169,11 @@ def quantization(engine: str, wanted: str | None, s: Serving, hw: HardwareProfil
         notes.append(f"needs the BF16 checkpoint of {model} (this one is {_NAMES.get(have, have)}): --quantization "
                      f"{online} quantizes BF16 weights at load, it cannot convert quantized ones")
     elif wanted != have and wanted == "bf16":
-        notes.append(f"needs the BF16 checkpoint of {model} in its place: neither engine turns "
+        notes.append(f"needs the BF16 checkpoint of {model} in its place: no engine turns "
                      f"{_NAMES.get(have, have)} weights back into BF16")
         return None, notes
     elif wanted != have and not online:
-        engine_name = "SGLang" if engine == "sglang" else "vLLM"
+        engine_name = ENGINE_NAMES[engine]
         label = _NAMES[wanted]
         notes.append(f"needs a pre-quantized {label} checkpoint of {model} in its place: {engine_name} cannot "
                      f"produce {label} weights at load (this checkpoint is {_NAMES.get(have, have)}); {formats}")
