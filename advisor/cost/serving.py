@@ -25,6 +25,9 @@ _executor_loop_overlap`). With no other request running the engine idles and tak
 (`arrival_steps`). The first token still leaves as its step ends: the loop handles step N's output while N + 1
 runs.
 
+Pipeline parallelism keeps one micro-batch per stage in flight (`micro_batched`): each request advances a token
+per pass of its micro-batch, a step at 1/PP of the load, while the other stages run the others.
+
 DP ranks of a MoE model step together, each with its own scheduler and budget: every MoE layer's dispatch and
 combine need all of them (vLLM `v1/engine/core.py: DPEngineCoreProc` runs a dummy batch on a rank with nothing to
 do; SGLang `scheduler_dp_attn_mixin.py: prepare_mlp_sync_batch` gathers every rank's batch, an idle one runs an
@@ -150,6 +153,7 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
     steps = decodes / F.spec_tokens  # decode steps per request: each yields spec_tokens tokens (1 without MTP)
     ctx_dec = input_len + output_len / 2
     zero = 0 * running
+    step = micro_batched(step, np.minimum(F.pp, running))
     parts = step(running, ctx_dec, zero, input_len / 2, running)
     t_dec = parts["total"]
     arrival = arrival_steps(running, options.scheduled_ahead)
@@ -184,6 +188,25 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
             "prefill_interference_s": np.broadcast_to(tpot - t_dec / F.spec_tokens, shape),
             "prefill_share": np.broadcast_to(steady[2], shape),
             **{f"step_{k}": np.broadcast_to(v, shape) for k, v in parts.items()}}
+
+
+def micro_batched(step: StepFn, k: np.ndarray) -> StepFn:
+    """Pipeline parallelism keeps k micro-batches in flight, one per stage (up to one per PP stage, and no more
+    than the running requests): vLLM `config/vllm.py: VllmConfig.max_concurrent_batches` ("PP requires PP-size
+    concurrent batches to fill the pipeline", `v1/engine/core.py: EngineCore.step_with_batch_queue`), SGLang
+    `scheduler_pp_mixin.py: event_loop_pp`, TensorRT-LLM `py_executor.py: _executor_loop_pp`. While one micro-
+    batch passes a stage the others pass theirs, so every request advances a token each time one micro-batch
+    (1/k of the tokens) has passed all stages: the step `step` costs (summed over stages) at 1/k of the load.
+    k = 1 (no PP): `step` itself."""
+    k = np.maximum(np.asarray(k, dtype=float), 1.0)
+    if np.all(k <= 1):
+        return step
+
+    def one_of_k(dec: np.ndarray, ctx: np.ndarray, pre: np.ndarray, ctx_pre: np.ndarray,
+                 sampled: np.ndarray) -> dict[str, np.ndarray]:
+        return step(dec / k, ctx, pre / k, ctx_pre, sampled / k)
+
+    return one_of_k
 
 
 def adp_balance_wait_steps(rate: np.ndarray, dp: np.ndarray, timeout: np.ndarray | float,
