@@ -16,7 +16,8 @@ vLLM flags: `vllm/engine/arg_utils.py` (EngineArgs); SGLang flags: `python/sglan
   (`python/sglang/srt/layers/quantization/fp8.py: Fp8LinearMethod.process_weights_after_loading`);
   `--quantization nvfp4_online` converts the MoE experts only (dense layers unchanged,
   `python/sglang/srt/layers/quantization/nvfp4_online.py`).
-- TensorRT-LLM quantizes nothing at load: other formats need a pre-quantized (ModelOpt) checkpoint.
+- TensorRT-LLM's PyTorch backend loads quantized checkpoints as ModelOpt exported them (its
+  `docs/source/features/quantization.md`); no online path is assumed for it: other formats need such a checkpoint.
 - No engine turns a quantized checkpoint back into BF16 or into another format.
 """
 
