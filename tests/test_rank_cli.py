@@ -207,3 +207,16 @@ def test_cli_start_does_not_import_heavy_modules() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == ""
+
+
+def test_trtllm_fit_speaks_its_start_up_log(hf_home: Path) -> None:
+    """`advisor fit --engine trtllm` prints TensorRT-LLM's own KV lines (`KvCacheCreator`, `kvCacheManager.cpp`):
+    DeepSeek-V3 at TP8 on B200, 0.9 of what the profile leaves: more KV than vLLM's 0.92 of the device total."""
+    trt, vllm = (run_json(hf_home, "fit", "deepseek-ai/DeepSeek-V3", "--hw", "b200-sxm", "--tp", "8", "--engine", e)[0]
+                 for e in ("trtllm", "vllm"))
+    log = trt["startup_log"]
+    assert log["engine"] == "trtllm" and log["engine_version"] == "1.0-1.2"
+    assert log["lines"][0] == f"Estimated max memory in KV cache : {log['available_kv_cache_gib']:.2f} GiB"
+    assert log["lines"][1].endswith(f"for max tokens in paged KV cache ({log['gpu_kv_cache_tokens']}).")
+    assert trt["per_gpu"]["weights_bytes"] == vllm["per_gpu"]["weights_bytes"]
+    assert trt["kv_cache_tokens"] > vllm["kv_cache_tokens"]
