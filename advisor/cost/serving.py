@@ -71,7 +71,8 @@ scheduler_recv_skipper.py: SchedulerRecvSkipper.handle`, called from `Scheduler.
 arrives during decode steps waits for the end of an N-step cycle, N / 2 decode steps on average, (N - 1) / 2
 more than when every step receives; one that arrives during a prefill step is taken at its end.
 
-KV is paged: a running request occupies its prompt plus the tokens generated so far, I + O/2 on average;
+KV is paged: a running request occupies its prompt plus the tokens generated so far, I + O/2 on average
+(TensorRT-LLM reserves the whole I + O at admission, `scheduler`);
 users beyond what fits wait in the queue, and in a closed loop (Little's law) each waits
 (users / running - 1) lifetimes. Preemption costs nothing here on average: with staggered arrivals each
 completion frees I + O tokens, the admission it makes room for takes I, and the running requests grow by O
@@ -112,15 +113,20 @@ class RunOptions(NamedTuple):
 
 @dataclass(frozen=True)
 class Scheduler:
-    """What an engine puts in one step: `budget` tokens, decodes mixed with prefill or not."""
+    """What an engine puts in one step: `budget` tokens, decodes mixed with prefill or not; whether a request is
+    admitted only with KV room for its whole output (`reserves_output`)."""
 
     mixed: bool
     budget: float
+    reserves_output: bool = False
 
 
 def scheduler(engine: str, budget: float) -> Scheduler:
-    """SGLang runs prefill and decode in separate steps; vLLM V1 and TensorRT-LLM mix them."""
-    return Scheduler(mixed=engine != "sglang", budget=float(budget))
+    """SGLang runs prefill and decode in separate steps; vLLM V1 and TensorRT-LLM mix them. TensorRT-LLM's
+    default capacity policy, GUARANTEED_NO_EVICT, reserves every running request's blocks to completion
+    (`cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp: GuaranteedNoEvictScheduler`,
+    `KVCacheManager::getRemainingBlocksToCompletion`; `commands/serve.py` sets that policy)."""
+    return Scheduler(mixed=engine != "sglang", budget=float(budget), reserves_output=engine == "trtllm")
 
 
 def wave_share(fitted: float, sched: Scheduler, fixed_lengths: np.ndarray | bool) -> np.ndarray:
@@ -148,7 +154,8 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
     [P, C, L]); also the running requests, the decode step's breakdown and the prefill share of a step.
     `options`: batch waiting and the receive interval the run set (module docstring)."""
     users = np.ceil(concurrency / F.dp)
-    running = np.maximum(np.minimum(users, kv_capacity(F, input_len + output_len / 2)), 1.0)
+    occupied = input_len + output_len * (1.0 if sched.reserves_output else 0.5)
+    running = np.maximum(np.minimum(users, kv_capacity(F, occupied)), 1.0)
     decodes = np.maximum(output_len - 1, 0)
     steps = decodes / F.spec_tokens  # decode steps per request: each yields spec_tokens tokens (1 without MTP)
     ctx_dec = input_len + output_len / 2
