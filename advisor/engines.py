@@ -11,13 +11,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
-Engine = Literal["vllm", "sglang", "trtllm"]  # engines the cost model predicts and prints commands for
-MeasuredEngine = Engine  # engines a measurement or a calibration may name
-ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm")
-MEASURED_ENGINES: tuple[str, ...] = ENGINES
-# Physics a measured engine is predicted with (each its own scheduler; TensorRT-LLM's allreduce is its own on
-# NVLink and vLLM's elsewhere, `cost/step.py`).
-PHYSICS_ENGINE: dict[str, str] = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}
+# engines the cost model predicts, prints commands for, and a measurement or a calibration may name
+Engine = Literal["vllm", "sglang", "trtllm"]
 
 KvDtype = Literal["auto", "bf16", "fp8"]
 WeightDtype = Literal["bf16", "fp8", "int4", "nvfp4", "mxfp4"]

@@ -18,7 +18,7 @@ import argparse
 import csv
 import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -98,12 +98,12 @@ def predict(rows: list[Row]) -> list[Row]:
                             max_model_len=row.input_len + row.output_len)
         case = make_case(entry.arch, row.plan, hw, settings)
         if not case.runs or case.memory is None:
-            done.append(Row(**{**row.__dict__, "reason": case.reason}))
+            done.append(replace(row, reason=case.reason))
             continue
         users = case.memory.kv_cache_tokens // (row.input_len + row.output_len)
         sweep = evaluate([case], hw, settings, terms, np.array([users]), np.array([row.input_len]),
                          np.array([row.output_len]), {})
-        done.append(Row(**{**row.__dict__, "users": users, "predicted": sweep.at(0, users).output_tok_s}))
+        done.append(replace(row, users=users, predicted=sweep.at(0, users).output_tok_s))
     return done
 
 

@@ -10,16 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from advisor.calibrate.columns import COLUMNS, METRICS, REQUIRED_COLUMNS
-from advisor.engines import TRTLLM_ADP_BATCHING_WAIT_ITERS, KvDtype, scheduled_ahead
+from advisor.engines import TRTLLM_ADP_BATCHING_WAIT_ITERS, Engine, KvDtype, WeightDtype, scheduled_ahead
 from advisor.errors import AdvisorError
-
-WeightDtype = Literal["bf16", "fp8", "int4", "nvfp4", "mxfp4"]
-Engine = Literal["vllm", "sglang", "trtllm"]
 
 _PLAN = ("tp", "pp", "dp", "ep")
 _LENGTHS = ("input_len", "output_len")

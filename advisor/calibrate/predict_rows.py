@@ -25,7 +25,6 @@ from advisor.cost.plan import Plan
 from advisor.cost.serving import RunOptions
 from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
-from advisor.engines import PHYSICS_ENGINE
 from advisor.errors import AdvisorError
 from advisor.hardware import HardwareProfile, load_profile
 
@@ -33,6 +32,7 @@ from advisor.hardware import HardwareProfile, load_profile
 DEFAULT_INPUT_LEN = 1024
 DEFAULT_OUTPUT_LEN = 1024
 METRIC_KEYS = ("ttft_ms", "tpot_ms", "output_tok_s")
+TRTLLM_ASSUMPTION = "trtllm: its start-up profile's activation and non-torch memory estimated as vLLM's"
 
 
 @dataclass(frozen=True)
@@ -168,9 +168,6 @@ def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measureme
     return result
 
 
-TRTLLM_ASSUMPTION = "trtllm: its start-up profile's activation and non-torch memory estimated as vLLM's"
-
-
 def _assumptions(row: Measurement) -> tuple[str, ...]:
     """What a prediction of the row assumes: the lengths it does not state, vLLM physics for TensorRT-LLM."""
     notes = ((row.input_len is None, f"input_len unknown: assumed {DEFAULT_INPUT_LEN}"),
@@ -186,7 +183,7 @@ def _row_features(cache: _Cache, row: Measurement, inp: int, out: int) -> dict[s
         return found
     if isinstance(hw, str):
         return hw
-    return _case_features(cache, found, hw, row, PHYSICS_ENGINE[engine_label(row)], inp, out)
+    return _case_features(cache, found, hw, row, engine_label(row), inp, out)
 
 
 def with_predictions(preds: list[RowPrediction], buckets: Mapping[tuple[str, str], Bucket],

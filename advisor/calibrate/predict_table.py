@@ -32,7 +32,6 @@ from advisor.cost.features import Features
 from advisor.cost.serving import RunOptions
 from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
-from advisor.engines import PHYSICS_ENGINE
 
 NON_FINITE = "the cost model returned a non-finite value"
 
@@ -121,7 +120,7 @@ def _bucket(table: RowTable, rows: Sequence[Measurement] | None, cache: _Cache, 
     assert not isinstance(hw, str)
     used, local = np.unique(inverse[idx], return_inverse=True)
     stacked = Features.stack([feats[int(u)] for u in used])  # type: ignore[misc]
-    return Bucket(hw=hw, engine=PHYSICS_ENGINE[name[1]], index=idx.tolist(),
+    return Bucket(hw=hw, engine=name[1], index=idx.tolist(),
                   rows=[rows[int(i)] for i in idx] if rows is not None else Rows(table, idx),
                   features=stacked.take(local.reshape(-1)), concurrency=table.concurrency[idx],
                   input_len=inp[idx], output_len=out[idx], fixed_lengths=fixed[idx], options=opts[idx],

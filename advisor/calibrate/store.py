@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from advisor.cost.terms import BOUNDS, Terms
-from advisor.engines import MeasuredEngine
+from advisor.engines import Engine
 from advisor.errors import AdvisorError
 from advisor.files import write_atomic
 from advisor.hardware import HardwareProfile
@@ -29,7 +29,7 @@ class Calibration(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     hardware: str
-    engine: MeasuredEngine
+    engine: Engine
     terms: Terms
     bounds_hit: list[str] = []
     refused: dict[str, str] = {}
@@ -68,7 +68,7 @@ class PooledFit(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    engine: MeasuredEngine
+    engine: Engine
     engine_wide: Terms
     hardware: dict[str, HardwareFit]
     refused: dict[str, str] = {}

@@ -11,14 +11,14 @@ import typer
 
 from advisor.commands import options as opt
 from advisor.commands.output import emit
-from advisor.engines import MeasuredEngine
+from advisor.engines import Engine
 
 
 def calibrate(
     measurements: opt.Measurements,
     hw: Annotated[str, typer.Option("--hw", help="Hardware profile id the rows were measured on.")],
     output: opt.OutputFile,
-    engine: Annotated[MeasuredEngine, typer.Option("--engine", help="Engine the rows were measured with.")] = "vllm",
+    engine: Annotated[Engine, typer.Option("--engine", help="Engine the rows were measured with.")] = "vllm",
     json_out: opt.Json = False, model: opt.CondModel = None, tp: opt.Tp = None, pp: opt.Pp = None,
     dp: opt.Dp = None, ep: opt.Ep = None, concurrency: opt.CondConcurrency = None,
     weight_dtype: opt.WeightDtypeOpt = None,

@@ -17,7 +17,6 @@ from advisor.engines import (
     ENGINE_VERSION_HELP,
     Engine,
     KvDtype,
-    MeasuredEngine,
     WeightDtype,
 )
 from advisor.errors import AdvisorError
@@ -74,7 +73,7 @@ Measurements = Annotated[list[str], typer.Argument(
 CondModel = Annotated[str | None, typer.Option("--model", help="Model of rows that do not name one.")]
 CondHw = Annotated[str | None, typer.Option("--hw", help="Hardware of rows that do not name one (e.g. vLLM bench "
                                                      "JSON).")]
-CondEngine = Annotated[MeasuredEngine | None, typer.Option("--engine", help="Engine of rows that do not name one.")]
+CondEngine = Annotated[Engine | None, typer.Option("--engine", help="Engine of rows that do not name one.")]
 CondConcurrency = Annotated[int | None, typer.Option("--concurrency", min=1,
                                                      help="Concurrency of rows that do not state it.")]
 OutputFile = Annotated[Path, typer.Option("-o", "--output", help="File to write (atomically).")]

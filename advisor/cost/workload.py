@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from advisor.engines import DEFAULT_MAX_MODEL_LEN, KvDtype, MeasuredEngine, Release, WeightDtype, release
+from advisor.engines import DEFAULT_MAX_MODEL_LEN, Engine, KvDtype, Release, WeightDtype, release
 
 GiB = 2**30
 # vLLM `engine/arg_utils.py:EngineArgs._set_default_args` (v0.11.0 line 1605 ... v0.33.0 line 2973): the
@@ -25,7 +25,7 @@ class Settings(BaseModel):
     weight_dtype: WeightDtype | None = None
     max_num_batched_tokens: int | None = Field(None, ge=1)
     max_num_seqs: int | None = Field(None, ge=1)
-    engine: MeasuredEngine = "vllm"
+    engine: Engine = "vllm"
     engine_version: str | None = None  # "0.19.1", "0.33"; None: the newest modelled (engines.DEFAULT_ENGINE_VERSION)
     enforce_eager: bool = False  # --enforce-eager: no CUDA graphs
     # --speculative-config with the model's MTP heads: on/off, drafted tokens per step (None: the checkpoint's MTP
