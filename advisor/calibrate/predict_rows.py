@@ -168,11 +168,12 @@ def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measureme
     return result
 
 
-def _assumptions(row: Measurement) -> tuple[str, ...]:
-    """What a prediction of the row assumes: the lengths it does not state, vLLM physics for TensorRT-LLM."""
-    notes = ((row.input_len is None, f"input_len unknown: assumed {DEFAULT_INPUT_LEN}"),
-             (row.output_len is None, f"output_len unknown: assumed {DEFAULT_OUTPUT_LEN}"),
-             (row.engine == "trtllm", TRTLLM_ASSUMPTION))
+def assumptions(no_input: bool, no_output: bool, trtllm: bool) -> tuple[str, ...]:
+    """What a prediction of a row assumes: the lengths it does not state, vLLM's memory estimates inside
+    TensorRT-LLM's KV budget."""
+    notes = ((no_input, f"input_len unknown: assumed {DEFAULT_INPUT_LEN}"),
+             (no_output, f"output_len unknown: assumed {DEFAULT_OUTPUT_LEN}"),
+             (trtllm, TRTLLM_ASSUMPTION))
     return tuple(text for applies, text in notes if applies)
 
 

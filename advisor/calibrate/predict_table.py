@@ -20,9 +20,9 @@ from advisor.calibrate.predict_rows import (
     METRIC_KEYS,
     Bucket,
     RowPrediction,
-    _assumptions,
     _Cache,
     _row_features,
+    assumptions,
     engine_label,
     run_bucket,
     with_predictions,
@@ -167,7 +167,8 @@ def prepare(rows: list[Measurement]) -> tuple[list[RowPrediction], dict[tuple[st
     `prepare_table`, one record per row."""
     p = prepare_table(RowTable.of(rows), rows)
     preds = [RowPrediction(row=r, key=(r.hardware, engine_label(r)), input_len=int(p.input_len[i]),
-                           output_len=int(p.output_len[i]), notes=_assumptions(r),
+                           output_len=int(p.output_len[i]),
+                           notes=assumptions(r.input_len is None, r.output_len is None, r.engine == "trtllm"),
                            reason=p.reasons[p.reason[i]] if p.reason[i] >= 0 else None)
              for i, r in enumerate(rows)]
     return preds, p.buckets

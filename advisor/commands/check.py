@@ -121,15 +121,11 @@ def check_doc(files: list[str], calibration: str | None, defaults: dict[str, Any
 
 
 def _note(prep: Prepared, reason: int, no_input: bool, no_output: bool, trtllm: bool) -> str | None:
-    """The row's reason (why it is not predicted) and what its prediction assumes (`predict_rows._assumptions`)."""
-    from advisor.calibrate.predict_rows import DEFAULT_INPUT_LEN, DEFAULT_OUTPUT_LEN, TRTLLM_ASSUMPTION
+    """The row's reason (why it is not predicted) and what its prediction assumes (`predict_rows.assumptions`)."""
+    from advisor.calibrate.predict_rows import assumptions
 
     parts = [prep.reasons[reason]] if reason >= 0 else []
-    parts += [text for applies, text in (
-        (no_input, f"input_len unknown: assumed {DEFAULT_INPUT_LEN}"),
-        (no_output, f"output_len unknown: assumed {DEFAULT_OUTPUT_LEN}"),
-        (trtllm, TRTLLM_ASSUMPTION)) if applies]
-    return "; ".join(parts) or None
+    return "; ".join([*parts, *assumptions(no_input, no_output, trtllm)]) or None
 
 
 COLS = ("model", "hw/engine", "plan", "C", "in/out", "TTFT ms meas / pred (err)", "TPOT ms meas / pred (err)",
