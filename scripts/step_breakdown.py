@@ -25,7 +25,8 @@ MECHANISMS = ("gemm", "moe", "attention", "collectives", "fixed")
 def breakdown(bucket: Any, terms: Any) -> list[dict[str, float]]:
     """Per row of `bucket` (a `predict_rows.Bucket`): measured and predicted TPOT/TTFT, the decode step (its
     running requests at the mean decode context) by mechanism, and TTFT with every request staggered
-    (`steady`), every request in a synchronized wave (`wave`), the share of waves and the per-request time."""
+    (`steady`), every request in a synchronized wave (`wave`), the share of waves and the per-request time; one
+    prompt's prefill alone (`prefill`: the step with its I tokens and nothing else)."""
     from advisor.calibrate.predict_rows import run_bucket
     from advisor.cost.serving import RunOptions, scheduler, serve
     from advisor.cost.step import comm_fn, step_time
@@ -42,13 +43,16 @@ def breakdown(bucket: Any, terms: Any) -> list[dict[str, float]]:
     steady = serve(b.features, no_req, step, sched, b.concurrency, b.input_len, b.output_len, 0.0, opts)
     wave = serve(b.features, no_req, step, sched, b.concurrency, b.input_len, b.output_len, 1.0, opts)
     full = run_bucket(b, terms)
+    zero = 0 * b.input_len
+    alone = np.broadcast_to(step(zero, b.input_len, b.input_len, b.input_len / 2, 1 + zero)["total"], zero.shape)
     out = []
     for j, r in enumerate(b.rows):
         row = {"tpot_ms": r.tpot_ms or float("nan"), "tpot_pred": float(full["tpot_ms"][j]),
                "ttft_ms": r.ttft_ms or float("nan"), "ttft_pred": float(full["ttft_ms"][j]),
                "running": float(steady["running"][j]), "step": float(steady["step_total"][j]) * 1e3,
                "ttft_steady": float(steady["ttft_s"][j]) * 1e3, "ttft_wave": float(wave["ttft_s"][j]) * 1e3,
-               "wave_share": terms.bench_wave_share, "request_ms": terms.request_overhead_us / 1e3}
+               "wave_share": terms.bench_wave_share, "request_ms": terms.request_overhead_us / 1e3,
+               "prefill": float(alone[j]) * 1e3}
         row.update({m: float(steady[f"step_mech_{m}"][j]) * 1e3 for m in MECHANISMS})
         out.append(row)
     return out
@@ -82,12 +86,13 @@ def main() -> int:
         return 2
     print(f"terms: {', '.join(f'{k} {v:.4g}' for k, v in terms.model_dump().items())}")
     print("model                  fmt    tp dp ep users  in  | TPOT meas/pred  step = " + " + ".join(MECHANISMS)
-          + " | TTFT meas/pred  steady wave")
+          + " | TTFT meas/pred  steady wave | prefill, meas TTFT in prefills")
     for r, d in zip(bucket.rows, breakdown(bucket, terms), strict=True):
         print(f"{r.model.split('/')[-1][:22]:22s} {r.weight_dtype or '-':6s} {r.tp:2d} {r.dp:2d} {r.ep:2d} "
               f"{r.concurrency:5d} {r.input_len:5d} | {d['tpot_ms']:6.2f} {d['tpot_pred']:6.2f}  {d['step']:6.2f} = "
               + " + ".join(f"{d[m]:5.2f}" for m in MECHANISMS)
-              + f" | {d['ttft_ms']:8.1f} {d['ttft_pred']:8.1f}  {d['ttft_steady']:7.1f} {d['ttft_wave']:8.1f}")
+              + f" | {d['ttft_ms']:8.1f} {d['ttft_pred']:8.1f}  {d['ttft_steady']:7.1f} {d['ttft_wave']:8.1f}"
+              + f" | {d['prefill']:7.1f} {d['ttft_ms'] / d['prefill']:5.1f}")
     return 0
 
 

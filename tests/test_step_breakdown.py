@@ -31,6 +31,10 @@ def test_parts_add_up_to_the_predicted_step_and_ttft() -> None:
                                                rel=1e-6)
         assert d["tpot_pred"] >= d["step"] * (1 - 1e-9)  # prompts riding along only add to the decode step
         assert d["gemm"] > d["fixed"] > 0 and d["moe"] == 0  # a dense model: its weight reads lead at <= 8 users
+        assert d["ttft_steady"] >= d["prefill"] > 0  # a staggered prompt waits at least for its own prefill
+    by_len = {(r.tp, r.input_len): d["prefill"] for r, d in zip(bucket.rows, got, strict=True)}
+    longer = [(by_len[tp, i], by_len[tp, j]) for (tp, i) in by_len for (tq, j) in by_len if tp == tq and j > i]
+    assert longer and all(b > a for a, b in longer)  # more prompt tokens, a longer prefill
 
 
 def test_unknown_hardware_is_one_line_and_exit_2() -> None:
