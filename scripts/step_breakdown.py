@@ -58,13 +58,17 @@ def breakdown(bucket: Any, terms: Any) -> list[dict[str, float]]:
     return out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def selected(prog: str, doc: str, max_users: bool = True) -> tuple[Any, Any] | int:
+    """The command line both diagnostics take (ROWS.csv --hw --engine [--model] [--max-users]): the bucket of the
+    matching rows without speculative decoding (`predict_rows.Bucket`) and the GPU's shipped terms, or 2 after one
+    line on stderr."""
+    ap = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
     ap.add_argument("rows", type=Path)
     ap.add_argument("--hw", required=True)
     ap.add_argument("--engine", required=True, choices=("vllm", "sglang", "trtllm"))
     ap.add_argument("--model", default="", help="only rows whose model id contains this")
-    ap.add_argument("--max-users", type=int, default=0, help="only rows with at most this many users")
+    if max_users:
+        ap.add_argument("--max-users", type=int, default=0, help="only rows with at most this many users")
     args = ap.parse_args()
     from advisor.calibrate.predict_rows import engine_label
     from advisor.calibrate.predict_table import prepare
@@ -73,17 +77,26 @@ def main() -> int:
     from advisor.errors import AdvisorError
     from advisor.hardware import load_profile
 
+    most = getattr(args, "max_users", 0)
     try:
         rows = [r for r in read_measurements(args.rows).rows if r.hardware == args.hw and args.model in r.model
-                and engine_label(r) == args.engine and (not args.max_users or r.concurrency <= args.max_users)]
+                and engine_label(r) == args.engine and not r.spec_tokens and (not most or r.concurrency <= most)]
         terms = terms_for(load_profile(args.hw), args.engine)[0]
     except AdvisorError as err:
-        print(f"step_breakdown: {err}", file=sys.stderr)
+        print(f"{prog}: {err}", file=sys.stderr)
         return 2
     bucket = prepare(rows)[1].get((args.hw, args.engine))
     if bucket is None:
-        print(f"step_breakdown: no predictable {args.engine} row on {args.hw} in {args.rows}", file=sys.stderr)
+        print(f"{prog}: no predictable {args.engine} row on {args.hw} in {args.rows}", file=sys.stderr)
         return 2
+    return bucket, terms
+
+
+def main() -> int:
+    got = selected("step_breakdown", __doc__)
+    if isinstance(got, int):
+        return got
+    bucket, terms = got
     print(f"terms: {', '.join(f'{k} {v:.4g}' for k, v in terms.model_dump().items())}")
     print("model                  fmt    tp dp ep users  in  | TPOT meas/pred  step = " + " + ".join(MECHANISMS)
           + " | TTFT meas/pred  steady wave | prefill, meas TTFT in prefills")

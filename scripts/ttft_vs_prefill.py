@@ -11,7 +11,6 @@ ROWS.csv: a measurement file (default columns of tests/data/bench/silicon_dev.cs
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
@@ -24,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from a checkout without install
 sys.path.insert(0, str(REPO / "scripts"))
 
-from step_breakdown import breakdown  # noqa: E402
+from step_breakdown import breakdown, selected  # noqa: E402
 
 MIN_ROWS = 3  # a line through fewer points says nothing about its slope
 
@@ -55,30 +54,10 @@ def shapes(rows: Sequence[Any], parts: list[dict[str, float]]) -> dict[tuple[int
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("rows", type=Path)
-    ap.add_argument("--hw", required=True)
-    ap.add_argument("--engine", required=True, choices=("vllm", "sglang", "trtllm"))
-    ap.add_argument("--model", default="", help="only rows whose model id contains this")
-    args = ap.parse_args()
-    from advisor.calibrate.predict_rows import engine_label
-    from advisor.calibrate.predict_table import prepare
-    from advisor.calibrate.rowtable import read_measurements
-    from advisor.calibrate.store import terms_for
-    from advisor.errors import AdvisorError
-    from advisor.hardware import load_profile
-
-    try:
-        rows = [r for r in read_measurements(args.rows).rows if r.hardware == args.hw and args.model in r.model
-                and engine_label(r) == args.engine and not r.spec_tokens]
-        terms = terms_for(load_profile(args.hw), args.engine)[0]
-    except AdvisorError as err:
-        print(f"ttft_vs_prefill: {err}", file=sys.stderr)
-        return 2
-    bucket = prepare(rows)[1].get((args.hw, args.engine))
-    if bucket is None:
-        print(f"ttft_vs_prefill: no predictable {args.engine} row on {args.hw} in {args.rows}", file=sys.stderr)
-        return 2
+    got = selected("ttft_vs_prefill", __doc__, max_users=False)
+    if isinstance(got, int):
+        return got
+    bucket, terms = got
     found = shapes(bucket.rows, breakdown(bucket, terms))
     print(f"per-request time {terms.request_overhead_us / 1e3:.1f} ms (not in the model's line below)")
     print("users prompt rows | measured: a ms + k x prefill | model: a ms + k x prefill")
