@@ -58,17 +58,16 @@ def breakdown(bucket: Any, terms: Any) -> list[dict[str, float]]:
     return out
 
 
-def selected(prog: str, doc: str, max_users: bool = True) -> tuple[Any, Any] | int:
+def selected(prog: str, doc: str) -> tuple[Any, Any] | int:
     """The command line both diagnostics take (ROWS.csv --hw --engine [--model] [--max-users]): the bucket of the
-    matching rows without speculative decoding (`predict_rows.Bucket`) and the GPU's shipped terms, or 2 after one
-    line on stderr."""
+    matching rows that can be predicted (`predict_rows.Bucket`) and the GPU's shipped terms, or 2 after one line on
+    stderr."""
     ap = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
     ap.add_argument("rows", type=Path)
     ap.add_argument("--hw", required=True)
     ap.add_argument("--engine", required=True, choices=("vllm", "sglang", "trtllm"))
     ap.add_argument("--model", default="", help="only rows whose model id contains this")
-    if max_users:
-        ap.add_argument("--max-users", type=int, default=0, help="only rows with at most this many users")
+    ap.add_argument("--max-users", type=int, default=0, help="only rows with at most this many users")
     args = ap.parse_args()
     from advisor.calibrate.predict_rows import engine_label
     from advisor.calibrate.predict_table import prepare
@@ -77,10 +76,9 @@ def selected(prog: str, doc: str, max_users: bool = True) -> tuple[Any, Any] | i
     from advisor.errors import AdvisorError
     from advisor.hardware import load_profile
 
-    most = getattr(args, "max_users", 0)
     try:
         rows = [r for r in read_measurements(args.rows).rows if r.hardware == args.hw and args.model in r.model
-                and engine_label(r) == args.engine and not r.spec_tokens and (not most or r.concurrency <= most)]
+                and engine_label(r) == args.engine and (not args.max_users or r.concurrency <= args.max_users)]
         terms = terms_for(load_profile(args.hw), args.engine)[0]
     except AdvisorError as err:
         print(f"{prog}: {err}", file=sys.stderr)

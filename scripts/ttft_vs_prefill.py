@@ -4,7 +4,7 @@ as TTFT = a + k x prefill, for the measurements and for the prediction without i
 k differ, the model's waiting for other prompts' prefill (staggered queue, the benchmark's waves) has the wrong
 size; where only a differs, the fixed time does (README, Calibration).
 
-    python scripts/ttft_vs_prefill.py ROWS.csv --hw b200-sxm --engine vllm [--model Llama-3.1-70B]
+    python scripts/ttft_vs_prefill.py ROWS.csv --hw b200-sxm --engine vllm [--model Llama-3.1-70B] [--max-users N]
 
 ROWS.csv: a measurement file (default columns of tests/data/bench/silicon_dev.csv). Milliseconds throughout.
 """
@@ -48,13 +48,12 @@ def shapes(rows: Sequence[Any], parts: list[dict[str, float]]) -> dict[tuple[int
             continue
         a, k = line(p, np.array([d["ttft_ms"] for d in ds]))
         a_m, k_m = line(p, np.array([d["ttft_pred"] - d["request_ms"] for d in ds]))
-        out[key] = {"rows": len(ds), "a": a, "k": k, "a_model": a_m, "k_model": k_m,
-                    "request_ms": ds[0]["request_ms"]}
+        out[key] = {"rows": len(ds), "a": a, "k": k, "a_model": a_m, "k_model": k_m}
     return out
 
 
 def main() -> int:
-    got = selected("ttft_vs_prefill", __doc__, max_users=False)
+    got = selected("ttft_vs_prefill", __doc__)
     if isinstance(got, int):
         return got
     bucket, terms = got
