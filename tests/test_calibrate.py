@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CASE_STUDY
+from conftest import BENCH, CASE_STUDY
 
 from advisor.calibrate.fit import Calibrator
 from advisor.calibrate.measurements import Measurement
 from advisor.calibrate.predict_rows import run_bucket, with_predictions
 from advisor.calibrate.predict_table import predict_rows, prepare
+from advisor.calibrate.rowtable import read_measurements
 from advisor.calibrate.store import read_pooled, terms_for
 from advisor.cost.terms import BOUNDS, Terms
 from advisor.hardware import load_profile
@@ -206,19 +207,63 @@ def test_a_requantized_row_runs_the_exports_fp8_kv_and_a_native_checkpoint_its_o
     assert kv == {"meta-llama/Llama-3.1-70B": 163_840.0, "deepseek-ai/DeepSeek-R1": 70_272.0}
 
 
-def test_a_speculative_row_is_not_predicted_without_its_runs_acceptance() -> None:
-    # a run's tokens per step are its own acceptance length, which no row records; DeepSeek-V3's published
-    # figure (0.85, cost/speculative.py) is for its own prompts, so even its MTP rows are not predicted
-    def row(model: str, k: int) -> Measurement:
-        return Measurement(model=model, hardware="b200-sxm", engine="trtllm", weight_dtype="fp8", tp=8,
-                           spec_tokens=k, concurrency=4, input_len=1024, output_len=1024, tpot_ms=5.0,
-                           source="test", row=1, file="t")
+def _spec_row(model: str, k: int, accept_len: float | None = None, users: int = 4, hw: str = "b200-sxm",
+              engine: str = "trtllm") -> Measurement:
+    return Measurement(model=model, hardware=hw, engine=engine, weight_dtype="fp8", tp=8, spec_tokens=k,
+                       spec_accept_len=accept_len, concurrency=users, input_len=1024, output_len=1024, tpot_ms=5.0,
+                       source="test", row=1, file="t")
 
-    plain, v3, r1 = predict_rows([row("deepseek-ai/DeepSeek-V3", 0), row("deepseek-ai/DeepSeek-V3", 1),
-                                  row("deepseek-ai/DeepSeek-R1", 3)])
+
+def test_a_speculative_row_is_not_predicted_without_its_runs_acceptance() -> None:
+    # a run's tokens per step are its own acceptance length; DeepSeek-V3's published figure (0.85,
+    # cost/speculative.py) is for its own prompts, so an MTP row that does not record its own is not predicted
+    plain, v3, r1 = predict_rows([_spec_row("deepseek-ai/DeepSeek-V3", 0), _spec_row("deepseek-ai/DeepSeek-V3", 1),
+                                  _spec_row("deepseek-ai/DeepSeek-R1", 3)])
     assert plain.predicted and v3.predicted is None and r1.predicted is None
     assert v3.reason is not None and "speculative decoding (1 drafted token per step)" in v3.reason
-    assert r1.reason is not None and "acceptance is not recorded" in r1.reason
+    assert r1.reason is not None and "acceptance length is not recorded (spec_accept_len" in r1.reason
+    # the 124 speculative rows of silicon_dev.csv record none: they stay unpredicted, with that reason
+    spec = [r for r in read_measurements(BENCH / "silicon_dev.csv").rows if r.spec_tokens]
+    assert len(spec) == 124 and all(r.spec_accept_len is None for r in spec)
+
+
+def test_a_speculative_row_is_predicted_at_its_own_acceptance_length() -> None:
+    # DeepSeek-V3 with its MTP layer drafting 3 tokens a step on 8 H200s under vLLM, one user: a step verifies
+    # k + 1 = 4 positions and drafts 3 whatever is accepted, so TPOT x acceptance length is the step time at every
+    # acceptance (within the prompts' share of the steps, 1%)
+    rows = [_spec_row("deepseek-ai/DeepSeek-V3", 0, users=1, hw="h200-sxm", engine="vllm")]
+    rows += [_spec_row("deepseek-ai/DeepSeek-V3", 3, al, users=1, hw="h200-sxm", engine="vllm")
+             for al in (1.0, 2.0, 3.0, 4.0)]
+    plain, *spec = predict_rows(rows)
+    assert all(p.reason is None and p.predicted for p in [plain, *spec])
+    steps = [p.predicted["tpot_ms"] * p.row.spec_accept_len for p in spec if p.predicted and p.row.spec_accept_len]
+    assert max(steps) / min(steps) == pytest.approx(1.0, abs=0.01)
+    # nothing accepted: slower than no speculation (the verify forward and the drafts), here by a third
+    assert plain.predicted and 1.2 < spec[0].predicted["tpot_ms"] / plain.predicted["tpot_ms"] < 1.5
+    _, buckets = prepare(rows[2:3])
+    (bucket,) = buckets.values()
+    assert (bucket.features.spec_k[0], bucket.features.spec_tokens[0]) == (3.0, 2.0)  # the run's own, as measured
+
+
+def test_a_separate_draft_model_is_not_modelled() -> None:
+    # Llama-3.1-70B has no MTP layers: an EAGLE run drafts with another model, which the step does not cost
+    (p,) = predict_rows([_spec_row("meta-llama/Llama-3.1-70B", 2, 2.0)])
+    assert p.predicted is None and p.reason is not None and "separate draft model" in p.reason
+
+
+def test_an_acceptance_length_beyond_its_drafts_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "spec.csv"
+    path.write_text("model,hardware,tp,spec_tokens,spec_accept_len,concurrency,tpot_ms\n"
+                    "deepseek-ai/DeepSeek-V3,h200-sxm,8,3,2.6,4,9.0\n"
+                    "deepseek-ai/DeepSeek-V3,h200-sxm,8,3,4.5,4,9.0\n"
+                    "deepseek-ai/DeepSeek-V3,h200-sxm,8,,2.6,4,9.0\n"
+                    "deepseek-ai/DeepSeek-V3,h200-sxm,8,3,0.5,4,9.0\n")
+    got = read_measurements(path)
+    assert [(m.row, m.spec_tokens, m.spec_accept_len) for m in got.rows] == [(1, 3, 2.6)]
+    why = {r.row: r.reason for r in got.rejected}
+    assert "spec_accept_len=4.5 exceeds spec_tokens + 1 = 4" in why[2]
+    assert "give spec_tokens" in why[3]
+    assert "spec_accept_len='0.5' must be >= 1" in why[4]
 
 
 def test_models_that_differ_only_in_name_are_held_out_together() -> None:

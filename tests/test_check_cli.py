@@ -52,6 +52,22 @@ def test_check_case_study_predicts_all_four_rows_with_errors() -> None:
     assert "rtx-pro-6000-server/vllm" in doc["summary"]
 
 
+def test_check_a_speculative_run_at_its_acceptance_length(tmp_path: Path) -> None:
+    # DeepSeek-V3 with its MTP layer drafting one token, 8 H200s under vLLM, 4 users: the row that records its
+    # mean acceptance length is predicted at it; the same run without it says what is missing
+    f = tmp_path / "mtp.csv"
+    f.write_text("model,hardware,engine,tp,spec_tokens,spec_accept_len,concurrency,input_len,output_len,tpot_ms\n"
+                 "deepseek-ai/DeepSeek-V3,h200-sxm,vllm,8,1,1.8,4,1024,1024,9.0\n"
+                 "deepseek-ai/DeepSeek-V3,h200-sxm,vllm,8,1,,4,1024,1024,9.0\n"
+                 "deepseek-ai/DeepSeek-V3,h200-sxm,vllm,8,,,4,1024,1024,12.0\n")
+    r = _cli("check", str(f), "--json")
+    assert r.returncode == 0, r.stderr
+    mtp, unknown, plain = json.loads(r.stdout)["rows"]
+    assert unknown["predicted"] is None and "spec_accept_len" in unknown["reason"]
+    # 1.8 tokens a step for a step that verifies 2 positions and drafts 1: faster per token, not 1.8x
+    assert plain["predicted"]["tpot_ms"] / 1.8 < mtp["predicted"]["tpot_ms"] < plain["predicted"]["tpot_ms"]
+
+
 def test_check_rejected_and_unpredictable_rows_carry_reasons(tmp_path: Path) -> None:
     f = tmp_path / "m.csv"
     f.write_text("model,hardware,engine,tp,concurrency,input_len,output_len,tpot_ms\n"

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from advisor.calibrate import public
 from advisor.calibrate.measurements import Measurement, Rejected, benchmark_concurrency, build_row
+from advisor.calibrate.predict_table import predict_rows
 from advisor.calibrate.rowtable import read_measurements
 from advisor.errors import AdvisorError
 from advisor.hardware import known_ids
@@ -333,12 +334,26 @@ def test_vllm_bench_jsonl_rows_and_rejections() -> None:
     assert by_row[2].concurrency == 16  # request_rate inf, no cap: all 16 prompts at once
     reasons = {r.row: r.reason for r in result.rejected}
     assert "concurrency is empty" in reasons[3]  # open loop at 2 req/s: concurrency unknown
-    assert "speculative decoding was on (acceptance length 2.4)" in reasons[4]
+    assert "speculative decoding was on (acceptance length 2.4) but its drafted tokens per step" in reasons[4]
     assert "no completed requests" in reasons[5]
     with_conc = read_measurements(
         path, defaults={"hardware": "rtx-pro-6000-server", "tp": 8, "concurrency": 4}
     )
     assert {m.row: m.concurrency for m in with_conc.rows} == {1: 8, 2: 16, 3: 4}
+
+
+def test_vllm_bench_json_with_speculative_decoding_carries_its_drafts_and_acceptance(tmp_path: Path) -> None:
+    # `vllm bench serve` adds spec_decode_* when the server drafted: 2,400 drafts of 3 tokens, 1 + 3,360 / 2,400
+    # = 2.4 tokens per verify step (vllm/v1/spec_decode/metrics.py: mean acceptance length, bonus token included)
+    doc = json.loads((FIXTURES / "vllm_bench_serve.json").read_text())
+    doc.update(model_id="deepseek-ai/DeepSeek-V3", hardware="h200-sxm", tp=8, spec_decode_num_drafts=2400,
+               spec_decode_draft_tokens=7200, spec_decode_accepted_tokens=3360, spec_decode_acceptance_length=2.4)
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(doc))
+    (m,) = read_measurements(path).rows
+    assert (m.spec_tokens, m.spec_accept_len) == (3, 2.4)
+    (p,) = predict_rows([m])
+    assert p.reason is None and p.predicted is not None
 
 
 def test_json_array_with_some_junk_rejects_the_junk(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ COLUMNS: tuple[str, ...] = (
     "dp",
     "ep",
     "spec_tokens",
+    "spec_accept_len",
     "kv_cache_dtype",
     "length_ratio",
     "batch_wait_iters",

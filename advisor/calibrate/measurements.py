@@ -94,6 +94,11 @@ class Measurement(BaseModel):
     ep: int = Field(default=1, ge=1)
     spec_tokens: int = Field(default=0, ge=0, le=8)
     """Tokens drafted per step by speculative decoding (MTP / EAGLE); 0 (empty): none."""
+    spec_accept_len: float | None = Field(default=None, ge=1, le=9, allow_inf_nan=False)
+    """The run's mean acceptance length: tokens a sequence gained per verify step, the bonus token included
+    (vLLM's "Mean acceptance length", 1 + accepted / drafts, `vllm/v1/spec_decode/metrics.py`; `vllm bench
+    serve`'s `spec_decode_acceptance_length`); at most spec_tokens + 1. None (empty): not recorded, and a
+    speculative row is then not predicted."""
     kv_cache_dtype: KvDtype | None = None
     """The run's --kv-cache-dtype; None (empty): the engine's default for the checkpoint."""
     length_ratio: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
@@ -146,7 +151,7 @@ class Measurement(BaseModel):
             return _unknown(info.field_name)
         return _NORMALIZE[info.field_name](text) if info.field_name in _NORMALIZE else text
 
-    @field_validator("length_ratio", "batch_wait_ratio", "mem_fraction", mode="before")
+    @field_validator("length_ratio", "batch_wait_ratio", "mem_fraction", "spec_accept_len", mode="before")
     @classmethod
     def _ratio_cell(cls, v: object, info: ValidationInfo) -> object:
         """An empty cell is unknown; anything else is left for pydantic (a number in (0, 1])."""
@@ -204,6 +209,16 @@ class Measurement(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _acceptance_within_drafts(self) -> Measurement:
+        if self.spec_accept_len is not None and not self.spec_tokens:
+            raise ValueError("spec_accept_len is the acceptance length of speculative decoding: give spec_tokens "
+                             "(tokens drafted per step) too, or leave it empty")
+        if self.spec_accept_len is not None and self.spec_accept_len > self.spec_tokens + 1:
+            raise ValueError(f"spec_accept_len={self.spec_accept_len:g} exceeds spec_tokens + 1 = "
+                             f"{self.spec_tokens + 1} (a step yields at most its drafts and one bonus token)")
+        return self
+
+    @model_validator(mode="after")
     def _has_metric(self) -> Measurement:
         if self.ttft_ms is None and self.tpot_ms is None and self.output_tok_s is None:
             raise ValueError("no measured value: ttft_ms, tpot_ms and output_tok_s are all empty")
@@ -249,6 +264,7 @@ _SAYS = {
     "float_parsing": "is not a number",
     "greater_than_equal": "must be >= {ge}",
     "greater_than": "must be a finite number > {gt:g}",
+    "less_than_equal": "must be <= {le}",
     "finite_number": "must be a finite number > 0",
 }
 _NOT_USED_HINT = " (write 1, or leave empty, when not used)"

@@ -124,22 +124,30 @@ def requantized_kv_dtype(row_weights: str | None, own_weights: str) -> Literal["
     return "fp8" if row_weights in ("fp8", "nvfp4") and row_weights != own_weights else "auto"
 
 
-def _speculation_reason(drafted: int) -> str | None:
-    """Why a row measured with `drafted` speculative tokens per step is not predicted: its tokens per step are
-    the run's acceptance length, which the row does not record. A published acceptance (`cost/speculative.py`)
-    holds for the prompts it was measured on, not a benchmark's synthetic ones: with Qwen3.5's (SPEED-Bench
-    coding, AL 3.39 at 3 drafts) its 30 random-prompt InferenceX rows come out 23-53% too fast (model held out)."""
+def _speculation_reason(row: Measurement, arch: Any) -> str | None:
+    """Why a row measured with speculative decoding is not predicted, or None. Its tokens per step are the run's
+    acceptance length (`spec_accept_len`): without it nothing says them, and a published acceptance
+    (`cost/speculative.py`) holds for the prompts it was measured on, not a benchmark's synthetic ones (with
+    Qwen3.5's, SPEED-Bench coding, AL 3.39 at 3 drafts, its 30 random-prompt InferenceX rows come out 23-53% too
+    fast, model held out). The draft is costed as the checkpoint's own MTP layer, so a separate draft model (a
+    checkpoint without MTP layers) is not modelled."""
+    drafted = row.spec_tokens
     if drafted <= 0:
         return None
-    return (f"measured with speculative decoding ({drafted} drafted token{'s' if drafted > 1 else ''} per step); "
-            "the run's draft acceptance is not recorded (a published one holds only for its own prompts)")
+    what = f"measured with speculative decoding ({drafted} drafted token{'s' if drafted > 1 else ''} per step)"
+    if not arch.mtp_layers:
+        return f"{what} by a separate draft model: only the checkpoint's own MTP layers are modelled as drafter"
+    if row.spec_accept_len is None:
+        return (f"{what}; the run's acceptance length is not recorded (spec_accept_len; a published one holds "
+                "only for its own prompts)")
+    return None
 
 
 def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measurement, engine: str,
                    inp: int, out: int) -> dict[str, object] | str:
     """plan_features of the row's case, or why it cannot run (cached per distinct case)."""
-    key = (row.model, hw.id, row.tp, row.pp, row.dp, row.ep, row.spec_tokens, row.kv_cache_dtype, row.weight_dtype,
-           row.mem_fraction, engine, inp, out)
+    key = (row.model, hw.id, row.tp, row.pp, row.dp, row.ep, row.spec_tokens, row.spec_accept_len,
+           row.kv_cache_dtype, row.weight_dtype, row.mem_fraction, engine, inp, out)
     if key in cache.feats:
         return cache.feats[key]
     from advisor.cost.sweep import make_case
@@ -147,14 +155,17 @@ def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measureme
     result: dict[str, object] | str
     if inp + out > arch.max_context:
         result = f"{inp}+{out} tokens exceed the model's context of {arch.max_context}"
-    elif (speculation := _speculation_reason(row.spec_tokens)) is not None:
+    elif (speculation := _speculation_reason(row, arch)) is not None:
         result = speculation
     else:
         settings = Settings(weight_dtype=row.weight_dtype, engine=engine,
                             kv_cache_dtype=row.kv_cache_dtype or requantized_kv_dtype(row.weight_dtype,
                                                                                       arch.weight_dtype),
                             max_model_len=inp + out,  # the run needed at least this
-                            gpu_memory_utilization=row.mem_fraction)
+                            gpu_memory_utilization=row.mem_fraction,
+                            # the run's own drafts and acceptance (`_speculation_reason` left only those)
+                            speculative=row.spec_tokens > 0, speculative_tokens=row.spec_tokens or None,
+                            spec_accept_len=row.spec_accept_len)
         try:
             case = make_case(arch, Plan(tp=row.tp, pp=row.pp, dp=row.dp, ep=row.ep), hw, settings)
         except (AdvisorError, ValueError) as err:

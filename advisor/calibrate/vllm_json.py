@@ -4,7 +4,8 @@ Field names follow vllm/benchmarks/serve.py (`main_async` builds `result_json`: 
 label, model_id, num_prompts, request_rate ("inf" or a number), max_concurrency, plus `--metadata
 KEY=VALUE` pairs at top level; `benchmark` adds completed, failed, total_input_tokens,
 total_output_tokens, output_throughput, mean_ttft_ms, mean_tpot_ms, spec_decode_* when speculative
-decoding ran). `--append-result` writes one JSON object per line, so JSON lines are read too.
+decoding ran: its acceptance length and the drafts and draft tokens that give the tokens drafted per step).
+`--append-result` writes one JSON object per line, so JSON lines are read too.
 """
 
 from __future__ import annotations
@@ -100,14 +101,24 @@ def _cells(obj: dict[str, Any], file: str, index: int) -> BenchRow:
         cells[column] = _text(obj.get(field))
     cells["source"] = _source(obj, file, index)
     problem = None
+    if obj.get("spec_decode_acceptance_length") is not None:  # speculative decoding ran: its drafts and acceptance
+        cells["spec_accept_len"] = _text(obj["spec_decode_acceptance_length"])
+        cells["spec_tokens"] = cells["spec_tokens"] or _drafts_per_step(obj)
     if obj.get("completed") == 0:
         problem = "no completed requests (completed=0)"
-    elif obj.get("spec_decode_acceptance_length") is not None:
-        problem = (
-            f"speculative decoding was on (acceptance length {_text(obj['spec_decode_acceptance_length'])}):"
-            " TPOT is not a plain decode step"
-        )
+    elif cells["spec_accept_len"] and not cells["spec_tokens"]:
+        problem = (f"speculative decoding was on (acceptance length {cells['spec_accept_len']}) but its drafted "
+                   "tokens per step are not in the file (spec_decode_num_drafts, spec_decode_draft_tokens): give "
+                   "them with --metadata spec_tokens=K")
     return index, cells, problem
+
+
+def _drafts_per_step(obj: dict[str, Any]) -> str:
+    """Tokens drafted per verify step: spec_decode_draft_tokens / spec_decode_num_drafts, '' when not given."""
+    drafts, tokens = obj.get("spec_decode_num_drafts"), obj.get("spec_decode_draft_tokens")
+    if not isinstance(drafts, int | float) or not isinstance(tokens, int | float) or drafts <= 0:
+        return ""
+    return str(round(tokens / drafts))
 
 
 def bench_rows(text: str, file: str) -> list[BenchRow]:

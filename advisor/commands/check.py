@@ -31,7 +31,9 @@ def check(measurements: opt.Measurements, calibration: opt.Calibration = None, j
     A measurement CSV has a header row with these columns (extra columns are ignored, an empty cell is
     unknown): model, hardware, engine (vllm|sglang|trtllm), engine_version, weight_dtype (empty = the
     checkpoint's own; bf16|fp8|int4|nvfp4|mxfp4), tp, pp, dp, ep, spec_tokens (tokens drafted per step by
-    MTP/EAGLE speculative decoding; empty = off), kv_cache_dtype (the run's --kv-cache-dtype: auto|fp8|bf16;
+    MTP/EAGLE speculative decoding; empty = off), spec_accept_len (the run's mean acceptance length, tokens per
+    verify step with the bonus token, vLLM's "Mean acceptance length"; a speculative row without it is not
+    predicted), kv_cache_dtype (the run's --kv-cache-dtype: auto|fp8|bf16;
     empty = the engine's default), length_ratio (the benchmark drew lengths uniformly from length_ratio x to
     1 x input_len/output_len, e.g. --random-range-ratio 0.8; 1 = every request exactly those; empty = unknown),
     batch_wait_iters and batch_wait_ratio (TensorRT-LLM's batch_wait_timeout_iters and

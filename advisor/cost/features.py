@@ -203,10 +203,13 @@ def _moe(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[Weight
 
 
 def _speculation(arch: ModelArch, settings: Settings) -> dict[str, float]:
-    """MTP speculation of this case (`cost/speculative.py`): off without MTP heads or a known acceptance."""
+    """MTP speculation of this case (`cost/speculative.py`): off without MTP heads or a known acceptance; a
+    measured acceptance length (`Settings.spec_accept_len`) is the tokens per step itself, at most k + 1."""
     from advisor.cost.speculative import acceptance_for, acceptance_length
 
     k = (settings.speculative_tokens or arch.mtp_layers) if settings.speculative and arch.mtp_layers else 0
+    if k and settings.spec_accept_len is not None:
+        return {"spec_k": float(k), "spec_tokens": min(settings.spec_accept_len, k + 1.0)}
     lengths, _ = acceptance_for(arch.model, settings.spec_acceptance)
     if not k or lengths is None:
         return {"spec_k": 0.0, "spec_tokens": 1.0}

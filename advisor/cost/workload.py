@@ -29,10 +29,12 @@ class Settings(BaseModel):
     engine_version: str | None = None  # "0.19.1", "0.33"; None: the newest modelled (engines.DEFAULT_ENGINE_VERSION)
     enforce_eager: bool = False  # --enforce-eager: no CUDA graphs
     # --speculative-config with the model's MTP heads: on/off, drafted tokens per step (None: the checkpoint's MTP
-    # layers) and their per-position acceptance (None: a published figure, else speculation stays off)
+    # layers) and their per-position acceptance (None: a published figure, else speculation stays off), or a run's
+    # measured mean acceptance length at those drafts (tokens per verify step, the bonus token included)
     speculative: bool = False
     speculative_tokens: int | None = Field(None, ge=1, le=8)
     spec_acceptance: float | None = Field(None, gt=0, lt=1)
+    spec_accept_len: float | None = Field(None, ge=1, le=9)
     # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (None: the release's default)
     profile_cuda_graphs: bool | None = None
 
