@@ -354,6 +354,13 @@ def test_vllm_bench_json_with_speculative_decoding_carries_its_drafts_and_accept
     assert (m.spec_tokens, m.spec_accept_len) == (3, 2.4)
     (p,) = predict_rows([m])
     assert p.reason is None and p.predicted is not None
+    # without the draft counts the drafts per step come from the object's own spec_tokens, else it says so
+    for key in ("spec_decode_num_drafts", "spec_decode_draft_tokens"):
+        del doc[key]
+    path.write_text(json.dumps(doc))
+    assert "drafted tokens per step are not in the file" in read_measurements(path).rejected[0].reason
+    path.write_text(json.dumps({**doc, "spec_tokens": 2}))
+    assert [(m.spec_tokens, m.spec_accept_len) for m in read_measurements(path).rows] == [(2, 2.4)]
 
 
 def test_json_array_with_some_junk_rejects_the_junk(tmp_path: Path) -> None:

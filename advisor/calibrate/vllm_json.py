@@ -108,8 +108,8 @@ def _cells(obj: dict[str, Any], file: str, index: int) -> BenchRow:
         problem = "no completed requests (completed=0)"
     elif cells["spec_accept_len"] and not cells["spec_tokens"]:
         problem = (f"speculative decoding was on (acceptance length {cells['spec_accept_len']}) but its drafted "
-                   "tokens per step are not in the file (spec_decode_num_drafts, spec_decode_draft_tokens): give "
-                   "them with --metadata spec_tokens=K")
+                   "tokens per step are not in the file (spec_decode_num_drafts, spec_decode_draft_tokens): add "
+                   "\"spec_tokens\": K to the result object (`vllm bench serve --metadata spec_tokens=K`)")
     return index, cells, problem
 
 
