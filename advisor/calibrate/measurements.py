@@ -154,7 +154,7 @@ class Measurement(BaseModel):
     @field_validator("length_ratio", "batch_wait_ratio", "mem_fraction", "spec_accept_len", mode="before")
     @classmethod
     def _ratio_cell(cls, v: object, info: ValidationInfo) -> object:
-        """An empty cell is unknown; anything else is left for pydantic (a number in (0, 1])."""
+        """An empty cell is unknown; anything else is left for pydantic (a number in the field's range)."""
         return _unknown(info.field_name) if isinstance(v, str) and not v.strip() else v
 
     @field_validator(*_PLAN, "spec_tokens", "batch_wait_iters", "recv_interval", "async_scheduling",
