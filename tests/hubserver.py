@@ -10,14 +10,18 @@ It answers the endpoints huggingface_hub 2.x really calls (read in its source):
 - GET  /cdn/{sha256}                        where LFS redirects point; honours Range (206 + Content-Range)
 Errors carry the X-Error-Code header that huggingface_hub.utils._http.hf_raise_for_status maps to its
 error types (RepoNotFound, GatedRepo, RevisionNotFound, EntryNotFound).
+
+`SilentServer` is the other kind of broken Hub: it accepts TCP connections and never sends a byte.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import socket
 import struct
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
@@ -69,6 +73,7 @@ class HubServer:
     requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, Range header)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _httpd: ThreadingHTTPServer | None = None
+    _stopped: bool = False
 
     def start(self) -> HubServer:
         server = self
@@ -85,7 +90,9 @@ class HubServer:
         return self
 
     def stop(self) -> None:
-        if self._httpd is not None:
+        """Shut the server and close its port (connections to it are then refused); a second call does nothing."""
+        if self._httpd is not None and not self._stopped:
+            self._stopped = True
             self._httpd.shutdown()
             self._httpd.server_close()
 
@@ -213,3 +220,46 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if not head:
             self.wfile.write(body)
+
+
+class SilentServer:
+    """127.0.0.1:<free port> that accepts connections, reads nothing and never answers (a Hub that hangs).
+
+    Bounded: its thread stops at stop() or after `lifetime_s`, whichever comes first, and closes every socket.
+    """
+
+    def __init__(self, lifetime_s: float = 60.0):
+        self.lifetime_s = lifetime_s
+        self.accepted = 0
+        self._stop = threading.Event()
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self._sock.settimeout(0.05)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def start(self) -> SilentServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        held: list[socket.socket] = []
+        deadline = time.monotonic() + self.lifetime_s
+        try:
+            while not self._stop.is_set() and time.monotonic() < deadline:
+                try:
+                    conn, _ = self._sock.accept()
+                except TimeoutError:
+                    continue
+                held.append(conn)  # kept open, never read or written: the client waits for its timeout
+                self.accepted += 1
+        finally:
+            for conn in held:
+                conn.close()
+            self._sock.close()

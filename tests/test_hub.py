@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import pytest
 
 from advisor.arch.hub import fetch_from_hub
 from advisor.errors import AdvisorError
-from tests.hubserver import FakeRepo, HubServer, safetensors_bytes
+from tests.hubserver import FakeRepo, HubServer, SilentServer, safetensors_bytes
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -361,3 +362,76 @@ def test_cli_inspect_reads_a_hub_repo_through_huggingface_hub(hub: Hub) -> None:
     assert doc["total_params"] == 2 * (12_288 + 24_576 + 128) + 2 * 100 * 64 + 64
     assert doc["attention"] == "gqa" and doc["kv_bytes_per_token"] == 2 * 2 * 2 * 16 * 2
     assert doc["checkpoint_elements_by_dtype"] == {"BF16": 6400}
+
+
+def _add_tiny_dense(hub: Hub) -> None:
+    weights = {"model.embed_tokens.weight": ("BF16", [100, 64])}
+    hub.server.repos["acme/tiny-dense"] = FakeRepo(
+        files={"config.json": json.dumps(DENSE_CONFIG).encode(), "model.safetensors": safetensors_bytes(weights)},
+        sha=_sha("tiny-dense"))
+
+
+def _inspect(hub: Hub, *models: str, **env: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    """`advisor inspect MODELS --json` in a clean process, and its wall time in seconds."""
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "advisor.cli", "inspect", *models, "--json"],
+                          capture_output=True, text=True, env=hub.env(**env), cwd=REPO_ROOT, timeout=60)
+    return proc, time.monotonic() - start
+
+
+def test_stopped_hub_serves_a_warm_cache_through_the_resolver(hub: Hub) -> None:
+    # advisor inspect -> resolve -> sources.from_hub -> huggingface_hub, once online, once with the port closed
+    _add_tiny_dense(hub)
+    online, _ = _inspect(hub, "acme/tiny-dense")
+    assert online.returncode == 0, online.stderr
+    hub.server.stop()
+    cached, _ = _inspect(hub, "acme/tiny-dense")
+    assert cached.returncode == 0, cached.stderr
+    assert cached.stderr == ""  # a refused connection is answered at once: no wait, no warning
+    first, again = json.loads(online.stdout)[0], json.loads(cached.stdout)[0]
+    sha = _sha("tiny-dense")
+    assert (first["source"], again["source"]) == (f"hub:acme/tiny-dense@{sha}", f"hub-cache:acme/tiny-dense@{sha}")
+    # the same architecture, read from the cached config.json; the shard headers are never cached
+    assert again["checkpoint_elements_by_dtype"] is None and first["checkpoint_elements_by_dtype"] == {"BF16": 6400}
+    skip = {"source", "checkpoint_elements_by_dtype"}
+    assert {k: v for k, v in again.items() if k not in skip} == {k: v for k, v in first.items() if k not in skip}
+    assert again["total_params"] == 2 * (12_288 + 24_576 + 128) + 2 * 100 * 64 + 64
+
+
+@pytest.fixture
+def silent() -> Iterator[SilentServer]:
+    server = SilentServer(lifetime_s=60).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_silent_hub_costs_one_short_wait_then_the_cache_and_the_catalog(hub: Hub, silent: SilentServer) -> None:
+    _add_tiny_dense(hub)
+    assert _inspect(hub, "acme/tiny-dense")[0].returncode == 0  # warms the HF cache
+    proc, seconds = _inspect(hub, "acme/tiny-dense", "Qwen/Qwen3-32B", HF_ENDPOINT=silent.url)
+    assert proc.returncode == 0, proc.stderr
+    sources = [d["source"] for d in json.loads(proc.stdout)]
+    assert sources[0] == f"hub-cache:acme/tiny-dense@{_sha('tiny-dense')}"
+    assert sources[1].startswith(f"catalog:Qwen/Qwen3-32B (the Hub at {silent.url} did not answer earlier")
+    assert proc.stderr.splitlines() == [
+        f"advisor: warning: the Hub at {silent.url} did not answer within 3 s; using the HF cache or the bundled "
+        "catalog (HF_HUB_OFFLINE=1 skips the Hub, HF_HUB_ETAG_TIMEOUT=SECONDS waits longer)"]
+    assert silent.accepted == 1  # the second model did not wait again
+    # One 3 s wait plus the process (~1.5 s here); before, 10 s per model (21.5 s measured for these two).
+    assert seconds < 8.0, seconds
+
+
+def test_silent_hub_wait_follows_hf_hub_etag_timeout(hub: Hub, silent: SilentServer) -> None:
+    proc, seconds = _inspect(hub, "Qwen/Qwen3-32B", HF_ENDPOINT=silent.url, HF_HUB_ETAG_TIMEOUT="1")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)[0]
+    assert doc["source"] == (f"catalog:Qwen/Qwen3-32B (cannot read it from the Hub at {silent.url} "
+                             "(no answer within 1 s), not in the HF cache)")
+    assert "did not answer within 1 s" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    assert seconds < 6.0, seconds
+    bad, _ = _inspect(hub, "Qwen/Qwen3-32B", HF_ENDPOINT=silent.url, HF_HUB_ETAG_TIMEOUT="soon")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr == ("advisor: error: Qwen/Qwen3-32B: HF_HUB_ETAG_TIMEOUT='soon': must be a whole number "
+                          "of seconds\n")

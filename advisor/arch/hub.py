@@ -2,8 +2,13 @@
 
 Everything goes through huggingface_hub (imported inside the functions, never at module top). The
 environment is read at call time, not at huggingface_hub import time: HF_ENDPOINT, HF_TOKEN, HF_HOME /
-HF_HUB_CACHE and HF_HUB_OFFLINE are turned into explicit arguments (endpoint=, token=, cache_dir=,
-local_files_only) because huggingface_hub.constants freezes them when it is first imported.
+HF_HUB_CACHE, HF_HUB_OFFLINE and HF_HUB_ETAG_TIMEOUT are turned into explicit arguments (endpoint=, token=,
+cache_dir=, timeout=/etag_timeout=) because huggingface_hub.constants freezes them when it is first imported.
+
+A Hub that cannot be reached (refused, no route, no DNS, dropped, 5xx) falls back to what huggingface_hub
+cached (`try_to_load_from_cache`, source `hub-cache:`). A Hub that accepts connections but does not answer
+costs one metadata timeout (3 s unless HF_HUB_ETAG_TIMEOUT says otherwise), prints one warning line, and
+is not asked again in the same process.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -25,8 +31,12 @@ CONFIG_FILE = "config.json"
 QUANT_SIDECAR_FILE = "hf_quant_config.json"  # written by NVIDIA ModelOpt exports
 SAFETENSORS_SINGLE = "model.safetensors"  # huggingface_hub/constants.py: SAFETENSORS_SINGLE_FILE
 SAFETENSORS_INDEX = "model.safetensors.index.json"  # huggingface_hub/constants.py: SAFETENSORS_INDEX_FILE
-# Seconds to wait for /api/models; huggingface_hub/constants.py DEFAULT_ETAG_TIMEOUT is the same 10 s.
-API_TIMEOUT_S = 10.0
+# Seconds to wait for a metadata answer (/api/models, the HEAD before each file download). huggingface_hub's
+# knob for this wait is HF_HUB_ETAG_TIMEOUT (constants.py; default DEFAULT_ETAG_TIMEOUT = 10 s; its docs:
+# "if the request times out, huggingface_hub will default to the locally cached files"). advisor's own default
+# is shorter, a choice (not a measurement) so that a silent Hub costs 3 s rather than 10 s; the user's
+# HF_HUB_ETAG_TIMEOUT, when set, wins as it does in huggingface_hub.
+METADATA_TIMEOUT_S = 3
 
 # One name: starts with an ASCII letter/digit, then letters, digits, '.', '_', '-' (the characters the Hub
 # allows, huggingface_hub/utils/_validators.py REPO_ID_REGEX, restricted to ASCII); max 96 characters.
@@ -58,6 +68,11 @@ class _HubEnv(NamedTuple):
     token: str | None
     cache_dir: str
     offline: bool
+    timeout: int  # seconds, for model_info(timeout=) and hf_hub_download(etag_timeout=)
+
+
+# Endpoints that let a metadata request time out in this process: not asked again (one wait, one warning).
+_SILENT_ENDPOINTS: set[str] = set()
 
 
 def is_repo_id(repo_id: str) -> bool:
@@ -94,7 +109,9 @@ def validate_revision(revision: str) -> None:
 
 
 def _hub_env() -> _HubEnv:
-    """HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE/HF_HOME, HF_HUB_OFFLINE as set now (rules of hf constants.py)."""
+    """HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE/HF_HOME, HF_HUB_OFFLINE, HF_HUB_ETAG_TIMEOUT as set now (rules of
+    hf constants.py)."""
+    timeout = _etag_timeout()  # before the import: huggingface_hub's own int() of it would raise a traceback
     from huggingface_hub import constants
 
     endpoint = (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
@@ -106,7 +123,19 @@ def _hub_env() -> _HubEnv:
     )
     offline_env = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
     offline = offline_env.strip().lower() in _TRUE or constants.is_offline_mode()
-    return _HubEnv(endpoint, token, os.path.expanduser(os.path.expandvars(cache)), offline)
+    return _HubEnv(endpoint, token, os.path.expanduser(os.path.expandvars(cache)), offline, timeout)
+
+
+def _etag_timeout() -> int:
+    """HF_HUB_ETAG_TIMEOUT in whole seconds (hf constants.py: int(value) or the default), else METADATA_TIMEOUT_S."""
+    raw = os.environ.get("HF_HUB_ETAG_TIMEOUT", "").strip()
+    try:
+        seconds = int(raw) if raw else 0
+    except ValueError:
+        raise AdvisorError(f"HF_HUB_ETAG_TIMEOUT={raw!r}: must be a whole number of seconds") from None
+    if seconds < 0:
+        raise AdvisorError(f"HF_HUB_ETAG_TIMEOUT={raw!r}: must be a whole number of seconds")
+    return seconds or METADATA_TIMEOUT_S
 
 
 def fetch_from_hub(repo_id: str, revision: str | None = None) -> HubFiles:
@@ -115,18 +144,19 @@ def fetch_from_hub(repo_id: str, revision: str | None = None) -> HubFiles:
     if revision is not None:
         validate_revision(revision)
     env = _hub_env()
-    if env.offline:
+    if env.offline or env.endpoint in _SILENT_ENDPOINTS:
         cached = _from_cache(repo_id, revision, env)
-        if cached is None:
-            raise HubUnavailable(
-                f"{repo_id}: HF_HUB_OFFLINE is set and the repo is not in the HF cache at {env.cache_dir}"
-            )
-        return cached
+        if cached is not None:
+            return cached
+        why = "HF_HUB_OFFLINE is set" if env.offline else f"the Hub at {env.endpoint} did not answer earlier"
+        raise HubUnavailable(f"{repo_id}: {why} and the repo is not in the HF cache at {env.cache_dir}")
     import httpx2
 
     try:
         return _from_hub(repo_id, revision, env)
     except (OSError, httpx2.HTTPError) as err:
+        if isinstance(err, httpx2.TimeoutException):
+            _warn_silent(env)
         mapped = _map_error(err, repo_id, revision, env)
     if isinstance(mapped, HubUnavailable):
         cached = _from_cache(repo_id, revision, env)
@@ -140,7 +170,7 @@ def _from_hub(repo_id: str, revision: str | None, env: _HubEnv) -> HubFiles:
     from huggingface_hub import HfApi
 
     api = HfApi(endpoint=env.endpoint, token=env.token)
-    info = api.model_info(repo_id, revision=revision, timeout=API_TIMEOUT_S)
+    info = api.model_info(repo_id, revision=revision, timeout=env.timeout)
     files = {s.rfilename for s in info.siblings or []}
     config_path = _download(repo_id, CONFIG_FILE, revision or "main", env)
     # The pointer path is <cache>/models--ORG--NAME/snapshots/<sha>/config.json.
@@ -170,7 +200,20 @@ def _download(repo_id: str, filename: str, revision: str, env: _HubEnv) -> str:
         cache_dir=env.cache_dir,
         endpoint=env.endpoint,
         token=env.token,
+        etag_timeout=env.timeout,
         tqdm_class=silent_tqdm,  # no progress bars: stderr stays for the one-line error
+    )
+
+
+def _warn_silent(env: _HubEnv) -> None:
+    """One stderr line the first time an endpoint lets a request time out; later fetches skip it."""
+    if env.endpoint in _SILENT_ENDPOINTS:
+        return
+    _SILENT_ENDPOINTS.add(env.endpoint)
+    print(
+        f"advisor: warning: the Hub at {env.endpoint} did not answer within {env.timeout} s; using the HF cache "
+        "or the bundled catalog (HF_HUB_OFFLINE=1 skips the Hub, HF_HUB_ETAG_TIMEOUT=SECONDS waits longer)",
+        file=sys.stderr,
     )
 
 
@@ -277,8 +320,12 @@ def _map_error(err: Exception, repo_id: str, revision: str | None, env: _HubEnv)
         return AdvisorError(f"{repo_id}: repo is disabled on the Hub")
     if isinstance(err, RemoteEntryNotFoundError):
         return AdvisorError(f"{repo_id}@{revision or 'main'}: the repo has no {CONFIG_FILE}")
+    import httpx2
+
     first_line = str(err).strip().split("\n", 1)[0]
     reason = f"HTTP {status}" if status is not None else (" ".join(first_line.split()) or type(err).__name__)
+    if isinstance(err, httpx2.TimeoutException):
+        reason = f"no answer within {env.timeout} s"
     return HubUnavailable(
         f"{repo_id}: cannot read it from the Hub at {env.endpoint} ({reason[:200]}), not in the HF cache"
     )
