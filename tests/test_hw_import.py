@@ -159,3 +159,42 @@ def test_nccl_other_collective_is_rejected(tmp_path: Path):
     path.write_text("# Collective test starting: broadcast_perf\n" + AR8.read_text())
     with pytest.raises(AdvisorError, match="broadcast_perf is not a collective"):
         fit_nccl_file(path)
+
+
+@pytest.mark.parametrize("ref", ["rtx-pro-6000-server", "h100-sxm"])
+def test_dumped_profile_loads_back_equal(tmp_path: Path, ref: str):
+    """profile_to_toml (tomli-w) then advisor.hardware.load: the same pydantic model, the header as comments."""
+    import tomllib
+
+    from advisor.hardware import load_profile
+    from advisor.hardware.dump import profile_to_toml
+    from advisor.hardware.load import parse_profile
+
+    hw = load_profile(ref)
+    text = profile_to_toml(hw, header="Copy of a profile.\nSecond header line.")
+    assert text.splitlines()[:2] == ["# Copy of a profile.", "# Second header line."]
+    path = tmp_path / f"{ref}-copy.toml"
+    path.write_text(text)
+    again = parse_profile(path)
+    assert again == hw and again.collectives and again.topology == hw.topology
+    assert tomllib.loads(text) == hw.model_dump(mode="json", exclude_none=True)  # every field, tuples as lists
+
+
+def test_import_nccl_copy_round_trips(advisor, tmp_path: Path):
+    """The file `hw import-nccl -o` writes: header comment, loadable, and dumped again it reads back equal."""
+    from advisor.hardware.dump import profile_to_toml
+    from advisor.hardware.load import parse_profile
+
+    out = tmp_path / "mine.toml"
+    assert advisor("hw", "import-nccl", str(AR8), "--hw", "rtx-pro-6000-server", "-o", str(out)).code == 0
+    text = out.read_text()
+    assert text.startswith(f"# Copy of rtx-pro-6000-server with allreduce x8 terms fitted from {AR8.name} "
+                           "(advisor hw import-nccl).\n")
+    hw = parse_profile(out)
+    term = next(c for c in hw.collectives if c.op == "allreduce" and c.backend == "nccl" and c.gpus == 8)
+    table, fit = fit_nccl_file(AR8)
+    assert term.small_latency_us == fit.small_latency_us and term.large_busbw_gbps == fit.large_busbw_gbps
+    assert len(term.measured_bytes) == len(set(table.sizes))
+    again = tmp_path / "again.toml"
+    again.write_text(profile_to_toml(hw))
+    assert parse_profile(again) == hw

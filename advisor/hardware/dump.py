@@ -1,53 +1,34 @@
-"""Write profiles back to TOML (for `hw import-nccl -o` and the comm-term generator)."""
+"""Write profiles back to TOML (for `hw import-nccl -o` and the comm-term generator) through `tomli-w`.
+
+tomli-w writes TOML 1.0 that `tomllib` (what `advisor.hardware.load` reads with) parses back to the same
+dict; it writes no comments and no null, so a header comment is prepended here and None values are dropped
+(a field left out is None again when pydantic reads it back).
+"""
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+import tomli_w
 
 from advisor.hardware.schema import HardwareProfile
 
 
-def _scalar(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return repr(v) if v == v and abs(v) != float("inf") else "nan"
-    if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
-    if isinstance(v, list | tuple):
-        return "[" + ", ".join(_scalar(x) for x in v) + "]"
-    raise TypeError(f"cannot write {type(v).__name__} to TOML")
+def _without_none(value: Any) -> Any:
+    """The same nested dicts and lists with every None-valued key left out (TOML has no null)."""
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_without_none(v) for v in value]
+    return value
 
 
-def _is_table_list(v: Any) -> bool:
-    return isinstance(v, list) and bool(v) and all(isinstance(x, dict) for x in v)
-
-
-def table_to_toml(data: dict[str, Any], prefix: str = "") -> str:
-    """TOML text of a nested dict: scalars, then [sub.tables], then [[arrays.of.tables]]."""
-    lines = [
-        f"{k} = {_scalar(v)}"
-        for k, v in data.items()
-        if not isinstance(v, dict) and not _is_table_list(v) and v is not None
-    ]
-    out = "\n".join(lines) + ("\n" if lines else "")
-    for k, v in data.items():
-        if isinstance(v, dict):
-            name = f"{prefix}{k}"
-            out += f"\n[{name}]\n" + table_to_toml(v, name + ".")
-    for k, v in data.items():
-        if _is_table_list(v):
-            name = f"{prefix}{k}"
-            for item in v:
-                out += f"\n[[{name}]]\n" + table_to_toml(item, name + ".")
-    return out
+def table_to_toml(data: dict[str, Any]) -> str:
+    """TOML text of a nested dict (tomli_w.dumps: scalars, then [sub.tables] and [[arrays.of.tables]])."""
+    return tomli_w.dumps(_without_none(data))
 
 
 def profile_to_toml(hw: HardwareProfile, header: str = "") -> str:
-    """Whole profile as TOML (None fields and empty lists of tables left out)."""
-    data = hw.model_dump(mode="python", exclude_none=True)
-    body = table_to_toml(data)
+    """Whole profile as TOML (None fields left out), after one `# ` comment line per header line."""
+    body = table_to_toml(hw.model_dump(mode="python", exclude_none=True))
     return "".join(f"# {ln}\n" for ln in header.splitlines()) + body
