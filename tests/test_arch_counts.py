@@ -43,12 +43,17 @@ def test_shared_configs_present(configs_dir: Path) -> None:
     assert len(list(configs_dir.glob("*.json"))) >= 30  # INDEX.md lists 32 configs
 
 
-@pytest.mark.parametrize("file", sorted(p.name for p in CONFIGS.glob("*.json")))
+# Configs the reader refuses with one line, and why (tests/test_arch_new_models.py checks the message)
+REFUSED = {"nvidia--Llama-3_3-Nemotron-Super-49B-v1.json": "block_configs"}
+
+
+@pytest.mark.parametrize("file", sorted(p.name for p in CONFIGS.glob("*.json") if p.name not in REFUSED))
 def test_every_shared_config_reads(configs_dir: Path, file: str) -> None:
     arch = read_shared(configs_dir, file)
     raw = json.loads((configs_dir / file).read_text())
     text = raw.get("text_config", raw)
-    assert arch.num_layers == text["num_hidden_layers"]
+    # Nemotron-3 Ultra gives no num_hidden_layers, only one layers_block_type entry per layer
+    assert arch.num_layers == text.get("num_hidden_layers", len(text.get("layers_block_type", [])))
     assert arch.hidden_size == text["hidden_size"]
     assert arch.vocab_size == text["vocab_size"]
     assert sum(g.layers for g in arch.attn_groups) <= arch.num_layers

@@ -92,7 +92,10 @@ def test_human_table(hf_home: Path) -> None:
     assert "MiniMaxAI/MiniMax-M2.5" in proc.stdout and "256 top-8" in proc.stdout
 
 
-@pytest.mark.parametrize("file", sorted(p.name for p in CONFIGS.glob("*.json")))
+REFUSED = {"nvidia--Llama-3_3-Nemotron-Super-49B-v1.json"}  # per-layer block_configs: test_arch_new_models.py
+
+
+@pytest.mark.parametrize("file", sorted(p.name for p in CONFIGS.glob("*.json") if p.name not in REFUSED))
 def test_every_shared_config_inspects(hf_home: Path, file: str) -> None:
     path = CONFIGS / file
     proc = run(str(path), "--json", hf_home=hf_home)
@@ -101,7 +104,8 @@ def test_every_shared_config_inspects(hf_home: Path, file: str) -> None:
     assert doc["source"] == f"local:{path}"
     assert FIELDS <= set(doc)
     raw = json.loads(path.read_text())
-    assert doc["num_layers"] == raw.get("text_config", raw)["num_hidden_layers"]
+    text = raw.get("text_config", raw)
+    assert doc["num_layers"] == text.get("num_hidden_layers", len(text.get("layers_block_type", [])))
     assert doc["total_params"] > 0 and doc["weight_bytes"] > 0
 
 

@@ -68,7 +68,19 @@ def softmax_attention(cfg: Cfg, g: AttnGeom) -> Parts:
     return {("attn", "tp", True): q + kv + o, ("attn_norms", "replicated", False): small}
 
 
-def mla_attention(cfg: Cfg) -> Parts:
+def block_sparse_index(cfg: Cfg) -> Parts:
+    """MiniMax Sparse Attention index projections of a block-sparse layer (`sparse_attention_config`:
+    index_q_proj H -> index_heads*index_dim, index_k_proj H -> index_dim; weight names from
+    nvidia/MiniMax-M3-NVFP4's quantized_layers). {} when the config has no block-sparse attention."""
+    sparse = cfg.sub("sparse_attention_config")
+    if sparse is None or not sparse.bool("use_sparse_attention", True):
+        return {}
+    h = cfg.int("hidden_size")
+    heads, dim = sparse.int("sparse_num_index_heads"), sparse.int("sparse_index_dim")
+    return {("indexer", "replicated", True): h * heads * dim + h * dim}
+
+
+def mla_attention(cfg: Cfg, indexer: bool = True) -> Parts:
     """DeepSeek MLA (`deepseek_v2.py:DeepseekV2MLAAttention`): q_a/kv_a down-projections replicated
     (`disable_tp=True`), q_b/kv_b/o sharded by heads; DSA indexer (V3.2, GLM-5) replicated."""
     h = cfg.int("hidden_size")
@@ -81,10 +93,12 @@ def mla_attention(cfg: Cfg) -> Parts:
     qk = nope + rope
     down = h * (kv_rank + rope) + (h * q_rank if q_rank else 0)
     sharded = (q_rank * heads * qk if q_rank else h * heads * qk) + kv_rank * heads * (nope + v) + heads * v * h
+    if cfg.bool("mla_use_output_gate"):  # Kimi-Linear MLA: sigmoid output gate g_proj, H -> heads * v
+        sharded += h * heads * v
     norms = kv_rank + (q_rank or 0)
     parts: Parts = {("attn", "tp", True): sharded, ("attn_replicated", "replicated", True): down,
                     ("attn_norms", "replicated", False): norms}
-    if cfg.has("index_n_heads"):
+    if cfg.has("index_n_heads") and indexer:
         ih, idim = cfg.int("index_n_heads"), cfg.int("index_head_dim")
         parts[("indexer", "replicated", True)] = (q_rank or h) * ih * idim + h * idim + h * ih
         parts[("attn_norms", "replicated", False)] += 2 * idim
@@ -103,6 +117,24 @@ def gdn_attention(cfg: Cfg) -> tuple[Parts, int]:
     small = conv_dim * kernel + 2 * nv + dv
     state = nv * dv * dk + conv_dim * (kernel - 1)
     return {("linear_attn", "tp", True): proj, ("attn_norms", "replicated", False): small}, state
+
+
+def kda_attention(cfg: Cfg) -> tuple[Parts, int]:
+    """Kimi Delta Attention (Kimi-Linear `linear_attn_config`; weight names as in Kimi-K3's checkpoint,
+    `self_attn.{q,k,v}_proj, {q,k,v}_conv1d, f_a_proj, f_b_proj, b_proj, g_proj, A_log, dt_bias, o_norm,
+    o_proj`): P = heads * head_dim; q/k/v 3*H*P, depthwise short convs 3*P*kernel, low-rank decay gate
+    H*d + d*P, beta H*heads, output gate H*P (full rank: `use_full_rank_gate`), o_proj P*H. State per
+    sequence: heads d x d plus the conv windows 3*P*(kernel-1) (vLLM `mamba_utils.py: kda_state_shape`)."""
+    lin = cfg.sub("linear_attn_config") or cfg
+    h = cfg.int("hidden_size")
+    heads, d = lin.int("num_heads"), lin.int("head_dim")
+    kernel = lin.int("short_conv_kernel_size", 4)
+    p = heads * d
+    gate = h * p if lin.bool("use_full_rank_gate") else h * d + d * p
+    proj = 3 * h * p + h * d + d * p + h * heads + gate + p * h
+    small = 3 * p * kernel + heads + p + d
+    return {("linear_attn", "tp", True): proj, ("attn_norms", "replicated", False): small}, \
+        heads * d * d + 3 * p * (kernel - 1)
 
 
 def lightning_attention(cfg: Cfg, g: AttnGeom) -> tuple[Parts, int]:
@@ -144,13 +176,22 @@ def expert_intermediate(cfg: Cfg) -> int:
     return cfg.int("moe_intermediate_size", 0, minimum=0) or cfg.int("intermediate_size")
 
 
+def latent_size(cfg: Cfg) -> int:
+    """LatentMoE: routed experts run in a narrower latent width (Nemotron-3 `moe_latent_size`, Kimi-K3
+    `routed_expert_hidden_size`); 0 = experts at the hidden size."""
+    return cfg.int("moe_latent_size", 0, minimum=0) or cfg.int("routed_expert_hidden_size", 0, minimum=0)
+
+
 def shared_intermediate(cfg: Cfg) -> int:
     """Total intermediate width of the shared expert(s): DeepSeek `n_shared_experts * moe_intermediate`,
     Qwen `shared_expert_intermediate_size`, MiniMax `shared_intermediate_size`; Llama-4's MoE always has
     one shared expert of `intermediate_size` (transformers `Llama4TextMoe.shared_expert`)."""
-    if cfg.has("n_shared_experts"):
-        return cfg.int("n_shared_experts", minimum=0) * expert_intermediate(cfg)
-    for key in ("shared_expert_intermediate_size", "shared_intermediate_size"):
+    if cfg.has("moe_shared_expert_intermediate_size"):  # Nemotron-3: one shared expert of this width
+        return cfg.int("moe_shared_expert_intermediate_size", minimum=0)
+    for key in ("n_shared_experts", "num_shared_experts"):  # Kimi-K3 renames n_shared_experts
+        if cfg.has(key):
+            return cfg.int(key, minimum=0) * expert_intermediate(cfg)
+    for key in ("shared_expert_intermediate_size", "shared_intermediate_size", "share_expert_dim"):
         if cfg.has(key):
             return cfg.int(key, minimum=0)
     if cfg.has("interleave_moe_layer_step"):
@@ -159,15 +200,24 @@ def shared_intermediate(cfg: Cfg) -> int:
 
 
 def moe_block(cfg: Cfg, experts: int) -> Parts:
-    """Routed experts (3*H*I each), shared expert(s) with their gate, router H*E (+bias)."""
+    """Routed experts (3*H*I each, 2*H*I for relu2), shared expert(s) with their gate, router H*E (+bias).
+    LatentMoE (`latent_size`): the router reads the hidden state, a down-projection H*L feeds experts of
+    width L (3*L*I each) and an up-projection L*H returns (Nemotron-3 `fc1_latent_proj`/`fc2_latent_proj`,
+    Kimi-K3 `routed_expert_down_proj`/`routed_expert_up_proj` + `routed_expert_norm`); the shared expert
+    stays at H. The latent projections are held whole on every rank (they feed the expert dispatch)."""
     h = cfg.int("hidden_size")
     inter = expert_intermediate(cfg)
-    routed = experts * _gated(cfg) * h * inter
+    latent = latent_size(cfg)
+    routed = experts * _gated(cfg) * (latent or h) * inter
     small = h * experts + experts
     shared = shared_intermediate(cfg)
     parts: Parts = {("routed_experts", "expert", True): routed, ("router", "replicated", False): small}
+    if latent:
+        parts[("moe_latent", "replicated", True)] = 2 * h * latent
+        small += latent if cfg.bool("latent_moe_use_norm") else 0
+        parts[("router", "replicated", False)] = small
     if shared:
-        parts[("shared_experts", "tp", True)] = 3 * h * shared
+        parts[("shared_experts", "tp", True)] = _gated(cfg) * h * shared
         if cfg.has("shared_expert_intermediate_size"):
             parts[("router", "replicated", False)] += h  # shared_expert_gate
     return parts

@@ -6,6 +6,7 @@ Source: vLLM's quant methods (`vllm/model_executor/layers/quantization/`):
 - int4-gN: compressed-tensors W4A16 symmetric (`compressed_tensors_wNa16.py`): 0.5 + 2/N (bf16 scale per group)
 - nvfp4: ModelOpt (`quantization/modelopt.py`): 0.5 + 1/16 (fp8 scale per 16)
 - mxfp4: `quantization/mxfp4.py`: 0.5 + 1/32 (e8m0 scale per 32)
+- mxfp8: ModelOpt MXFP8 (`quantization/modelopt.py`): 1 + 1/32 (e8m0 scale per 32)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ _FIXED = {
     "fp8-block": 1.0 + 4.0 / (128 * 128),
     "nvfp4": 0.5 + 1.0 / 16,
     "mxfp4": 0.5 + 1.0 / 32,
+    "mxfp8": 1.0 + 1.0 / 32,
 }
 
 # The format names a user may give to --weight-dtype, and the compute dtype each runs at.
@@ -43,7 +45,7 @@ def compute_dtype(fmt: str) -> str:
     """The tensor-core dtype a GEMM on this format runs at: W4A16/INT4 and MXFP4 run at bf16
     (activations stay 16-bit, vLLM `compressed_tensors_wNa16.py`, `mxfp4.py` Marlin/Triton paths);
     NVFP4 ModelOpt quantizes activations to fp4 (`modelopt.py`, input_activations num_bits 4)."""
-    if fmt in ("fp8", "fp8-block"):
+    if fmt in ("fp8", "fp8-block", "mxfp8"):
         return "fp8"
     if fmt == "nvfp4":
         return "fp4"
@@ -52,7 +54,7 @@ def compute_dtype(fmt: str) -> str:
 
 def short_name(fmt: str) -> str:
     """User-facing dtype name of a format (fp8-block -> fp8, int4-g32 -> int4)."""
-    if fmt.startswith("fp8"):
+    if fmt.startswith("fp8") or fmt == "mxfp8":
         return "fp8"
     if fmt.startswith("int4"):
         return "int4"

@@ -60,6 +60,7 @@ class AttnGroup(Frozen):
     index_topk: int = 0  # DSA: context tokens each query attends to (config `index_topk`)
     index_heads: int = 0  # DSA: indexer query heads (config `index_n_heads`), replicated on every TP rank
     index_dim: int = 0  # DSA: indexer head width (config `index_head_dim`)
+    kv_compress: int = 1  # compressed attention (DeepSeek-V4 `compress_ratios`): tokens per stored KV entry
 
 
 class MoE(Frozen):
@@ -150,7 +151,8 @@ class ModelArch(Frozen):
     def layer_kinds(self) -> dict[str, int]:
         kinds: dict[str, int] = {}
         for g in self.attn_groups:
-            kinds[f"{g.kind}_attention" if g.kind not in ("mamba",) else "mamba"] = g.layers
+            key = f"{g.kind}_attention" if g.kind not in ("mamba",) else "mamba"
+            kinds[key] = kinds.get(key, 0) + g.layers
         if self.moe is not None:
             kinds["moe_mlp"] = self.moe.moe_layers
             kinds["dense_mlp"] = self.dense_mlp_layers
@@ -188,9 +190,10 @@ class ModelArch(Frozen):
 
 def token_kv_bytes(g: AttnGroup, tp: int, b: float) -> float:
     """KV bytes one token adds to one layer of `g` on one GPU at TP=tp: MLA latent (+ DSA index) on every
-    rank; GQA K and V of max(1, kv_heads/tp) heads (vLLM `QKVParallelLinear` replicates below one head)."""
-    if g.kind == "mla":
-        return g.latent_dim * b + g.index_bytes_per_token
+    rank, over `kv_compress` tokens when compressed (vLLM `deepseek_v4_attention.py`: one C4/C128 entry per
+    4/128 tokens); GQA K and V of max(1, kv_heads/tp) heads (vLLM `QKVParallelLinear` replicates below one head)."""
+    if g.kind == "mla":  # compressed attention stores one entry (and index key) per kv_compress tokens
+        return (g.latent_dim * b + g.index_bytes_per_token) / g.kv_compress
     if g.kind in ("full", "sliding"):
         heads = max(1.0, g.kv_heads / tp)
         return heads * (g.k_dim + g.v_dim) * b

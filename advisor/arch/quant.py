@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from advisor.arch import modelopt
 from advisor.arch.fields import Cfg, ConfigError
 
 
@@ -29,14 +30,52 @@ class QuantScheme(BaseModel):
     block: tuple[int, int] | None = None
     group_size: int | None = None
     kv_fp8: bool = False
+    expert_fmt: str | None = None  # routed experts stored apart (DeepSeek-V4 `expert_dtype` fp4 -> MXFP4)
+    # ModelOpt MIXED_PRECISION `quantized_layers`: (layer or -1, role, format); a listed role wins over `fmt`
+    layer_formats: tuple[tuple[int, str, str], ...] = ()
 
-    def format_for(self, module: str, *, expert: bool = False) -> str:
-        """Storage format of a linear module named like HF (`model.layers.3.self_attn.q_proj`)."""
+    @property
+    def per_layer(self) -> bool:
+        return bool(self.layer_formats)
+
+    def format_for(self, module: str, *, expert: bool = False, group: str | None = None,
+                   layer: int | None = None) -> str:
+        """Storage format of a linear module named like HF (`model.layers.3.self_attn.q_proj`); with
+        per-layer formats, of reader group `group` in decoder layer `layer` (None: lm_head)."""
+        if self.layer_formats and group is not None:
+            listed = _LayerFormats.of(self.layer_formats).get(-1 if layer is None else layer, role_of_group(group))
+            if listed is not None:
+                return listed
+            if self.fmt == "bf16" or group == "lm_head":  # not listed: not quantized by the per-layer pass
+                return "bf16"
         if self.fmt == "bf16" or (self.experts_only and not expert):
             return "bf16"
         if self.ignore and _Ignore.of(self.ignore).matches(module):
             return "bf16"
-        return self.fmt
+        return self.expert_fmt if expert and self.expert_fmt else self.fmt
+
+
+# Reader groups -> roles of ModelOpt `quantized_layers` names (see `_role`)
+_GROUP_ROLES = {"routed_experts": "experts", "shared_experts": "shared", "dense_mlp": "mlp", "moe_latent": "latent",
+                "lm_head": "lm_head"}
+def role_of_group(group: str) -> str:
+    """The role of a reader weight group: attention-like mixers (softmax, MLA, linear, mamba) are "mixer"."""
+    return _GROUP_ROLES.get(group, "mixer")
+
+
+class _LayerFormats:
+    """`layer_formats` as a lookup (layer, role) -> format, built once per scheme."""
+
+    def __init__(self, rows: tuple[tuple[int, str, str], ...]):
+        self.table = {(layer, role): fmt for layer, role, fmt in rows}
+
+    @staticmethod
+    @cache
+    def of(rows: tuple[tuple[int, str, str], ...]) -> _LayerFormats:
+        return _LayerFormats(rows)
+
+    def get(self, layer: int, role: str) -> str | None:
+        return self.table.get((layer, role))
 
 
 def _names_of(module: str) -> tuple[str, ...]:
@@ -111,10 +150,19 @@ def parse_quant(cfg: Cfg, sidecar: dict[str, Any] | None) -> QuantScheme:
     if qc is None:
         return QuantScheme()
     method = qc.str("quant_method").lower()
+    if not method and (qc.has("quant_algo") or _producer(qc) == "modelopt"):
+        method = "modelopt"  # a ModelOpt scheme copied into config.json without its quant_method
     if method == "fp8":
         block = _block(qc, "weight_block_size")
-        return QuantScheme(fmt="fp8-block" if block else "fp8", ignore=_names(qc, "modules_to_not_convert",
-                           "ignored_layers"), block=block)
+        # DeepSeek-V4 `expert_dtype` fp4: routed experts MXFP4 beside block-FP8 (vLLM `deepseek_v4.py:
+        # DeepseekV4FP8Config.get_quant_method` -> Mxfp4MoEMethod)
+        scheme = QuantScheme(fmt="fp8-block" if block else "fp8", ignore=_names(qc, "modules_to_not_convert",
+                             "ignored_layers"), block=block,
+                             expert_fmt="mxfp4" if cfg.str("expert_dtype") == "fp4" else None)
+        if qc.has("quantized_layers"):  # a ModelOpt per-layer pass over the FP8 checkpoint (its experts)
+            return scheme.model_copy(update={"layer_formats": modelopt.layer_formats(qc),
+                                             "group_size": modelopt.group_size(qc)})
+        return scheme
     if method == "compressed-tensors":
         return _compressed_tensors(qc)
     if method == "modelopt":
@@ -132,6 +180,11 @@ def parse_quant(cfg: Cfg, sidecar: dict[str, Any] | None) -> QuantScheme:
     if method in ("bitsandbytes", "gguf"):
         raise ConfigError(f"{qc.where}: quant_method {method!r} is not modelled")
     raise ConfigError(f"{qc.where}: unknown quant_method {method!r}")
+
+
+def _producer(qc: Cfg) -> str:
+    producer = qc.raw("producer")
+    return str(producer.get("name", "")) if isinstance(producer, dict) else ""
 
 
 def _block(qc: Cfg, key: str) -> tuple[int, int] | None:
@@ -173,8 +226,9 @@ def _compressed_tensors(qc: Cfg) -> QuantScheme:
     kv = qc.dict("kv_cache_scheme")
     kv_fp8 = bool(kv and kv.get("num_bits") == 8)
     ignore = _names(qc, "ignore")
-    if kind == "float" and bits == 4:
-        return QuantScheme(fmt="nvfp4", ignore=ignore, group_size=group or 16, kv_fp8=kv_fp8)
+    if kind == "float" and bits == 4:  # MX blocks of 32 with an e8m0 scale, NVFP4 groups of 16 with an fp8 one
+        fmt = "mxfp4" if group == 32 else "nvfp4"
+        return QuantScheme(fmt=fmt, ignore=ignore, group_size=group or 16, kv_fp8=kv_fp8)
     if kind == "float" and bits == 8:
         block = _block(weights, "block_structure")
         return QuantScheme(fmt="fp8-block" if block else "fp8", ignore=ignore, kv_fp8=kv_fp8, block=block)
@@ -189,9 +243,15 @@ def _compressed_tensors(qc: Cfg) -> QuantScheme:
 def _modelopt(qc: Cfg) -> QuantScheme:
     algo = qc.str("quant_algo").upper()
     kv_algo = qc.raw("kv_cache_quant_algo")
-    kv = qc.dict("kv_cache_scheme")
-    kv_fp8 = (isinstance(kv_algo, str) and kv_algo.upper() == "FP8") or bool(kv and kv.get("num_bits") == 8)
+    kv = qc.raw("kv_cache_scheme")  # an object (num_bits 8) or, copied into config.json, the algorithm's name
+    kv_fp8 = any(isinstance(v, str) and v.upper() == "FP8" for v in (kv_algo, kv)) or (
+        isinstance(kv, dict) and kv.get("num_bits") == 8)
     ignore = _names(qc, "exclude_modules", "ignore")
+    if algo == "MIXED_PRECISION":
+        return QuantScheme(fmt="bf16", ignore=ignore, kv_fp8=kv_fp8, group_size=modelopt.group_size(qc),
+                           layer_formats=modelopt.layer_formats(qc))
+    if algo == "MXFP8":
+        return QuantScheme(fmt="mxfp8", ignore=ignore, kv_fp8=kv_fp8, group_size=32)
     if algo == "NVFP4":
         return QuantScheme(fmt="nvfp4", ignore=ignore, group_size=qc.int("group_size", 16), kv_fp8=kv_fp8)
     if algo == "FP8":

@@ -5,22 +5,20 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from advisor.arch import blocks
+from advisor.arch import blocks, compressed
 from advisor.arch.fields import Cfg, ConfigError
 from advisor.arch.formats import bytes_per_param
-from advisor.arch.layout import Layer, layers, num_experts
-from advisor.arch.model import AttnGroup, ModelArch, MoE, WeightGroup
+from advisor.arch.groups import attn_groups
+from advisor.arch.layout import Layer, block_pattern, layers, nemotron_pattern, num_experts, num_layers
+from advisor.arch.model import ModelArch, MoE, WeightGroup
 from advisor.arch.quant import QuantScheme, parse_quant
 from advisor.arch.vision import vision_params
-
-# DSA indexer cache per token per layer: fp8 head_dim + fp32 scale per 128 (vLLM
-# `models/deepseek_v2.py:Indexer`, DeepseekV32IndexerCache: 128 + 128/128*4 = 132 bytes).
-_INDEX_SCALE_BYTES_PER_128 = 4
 
 _MODULE = {  # HF module name of each group, for matching quantization ignore lists
     "attn": "self_attn.q_proj", "attn_replicated": "self_attn.kv_a_proj_with_mqa", "indexer": "self_attn.indexer.wk",
     "linear_attn": "linear_attn.out_proj", "mamba": "mixer.in_proj", "dense_mlp": "mlp.gate_proj",
     "routed_experts": "mlp.experts.0.gate_proj", "shared_experts": "mlp.shared_experts.gate_proj",
+    "moe_latent": "mlp.fc1_latent_proj",
 }
 
 
@@ -29,8 +27,11 @@ def read_config(data: dict[str, Any], *, name: str, where: str | None = None,
     """Normalize one HF config dict. `where` names the file in errors."""
     top = Cfg(data, where or name)
     text = top.sub("text_config") or top
+    if text.has("block_configs"):
+        raise ConfigError(f"{text.where}: per-layer 'block_configs' (layers of different widths, some without "
+                          "attention or MLP) is not modelled")
     quant = parse_quant(text if text.has("quantization_config") else top, sidecar)
-    n = text.int("num_hidden_layers", maximum=100_000)
+    n = num_layers(text)
     hidden = text.int("hidden_size", maximum=1 << 20)
     vocab = text.int("vocab_size", maximum=1 << 24)
     heads = text.int("num_attention_heads", maximum=1 << 16)
@@ -40,17 +41,17 @@ def read_config(data: dict[str, Any], *, name: str, where: str | None = None,
     state: dict[str, int] = {}
     for i, layer in enumerate(per_layer):
         for (group, shard, linear), params in _block_parts(text, layer, experts, state).items():
-            _add(acc, quant, group, shard, linear, params, i)
+            _add(acc, quant, group, shard, linear, params, i, _module(text, group, layer))
     tied = top.bool("tie_word_embeddings", text.bool("tie_word_embeddings"))
     _add(acc, quant, "embed", "vocab", False, vocab * hidden, None)
     if not tied:
-        _add(acc, quant, "lm_head", "vocab", False, vocab * hidden, None)
-    _add(acc, quant, "norms", "replicated", False, hidden, None)
+        _add(acc, quant, "lm_head", "vocab", quant.per_layer, vocab * hidden, None)
+    _add(acc, quant, "norms", "replicated", False, hidden + compressed.hyper_head(text), None)
     weights = tuple(WeightGroup(name=g, shard=s, fmt=f, params=p, layers=lay)
                     for (g, s, f), (p, lay) in sorted(acc.items()) if p > 0)
     mtp_n, mtp_params, mtp_bytes = _mtp(text, quant, per_layer, experts, n)
     vis = vision_params(top)
-    groups = _attn_groups(text, per_layer, state)
+    groups = attn_groups(text, per_layer, state)
     kinds = {g.kind for g in groups}
     return ModelArch(
         model=name,
@@ -63,8 +64,7 @@ def read_config(data: dict[str, Any], *, name: str, where: str | None = None,
         attention=_attention_kind(text, heads, kinds),
         num_attention_heads=heads,
         num_kv_heads=1 if "mla" in kinds else text.int("num_key_value_heads", heads),
-        head_dim=blocks.attn_geom(text, "full").head_dim if "mla" not in kinds else
-        text.int("qk_nope_head_dim") + text.int("qk_rope_head_dim"),
+        head_dim=_head_dim(text, kinds),
         attn_groups=groups,
         qk_norm_full_width=text.str("qk_norm_type") == "per_layer",
         moe=_moe(text, per_layer, experts),
@@ -85,7 +85,30 @@ def read_config(data: dict[str, Any], *, name: str, where: str | None = None,
 
 
 def _dense_intermediate(cfg: Cfg) -> int:
-    return cfg.int("intermediate_size_mlp", 0, minimum=0) or cfg.int("intermediate_size", 0, minimum=0)
+    """Dense MLP width: `intermediate_size_mlp` (Llama-4), `dense_intermediate_size` (MiniMax-M3, whose
+    `intermediate_size` is the expert width), else `intermediate_size`."""
+    for key in ("intermediate_size_mlp", "dense_intermediate_size", "intermediate_size"):
+        if cfg.has(key):
+            return cfg.int(key, 0, minimum=0)
+    return 0
+
+
+def _head_dim(cfg: Cfg, kinds: set[Any]) -> int:
+    if compressed.is_compressed(cfg):
+        return cfg.int("head_dim")
+    if "mla" in kinds:
+        return cfg.int("qk_nope_head_dim") + cfg.int("qk_rope_head_dim")
+    return blocks.attn_geom(cfg, "full").head_dim
+
+
+def _module(cfg: Cfg, group: str, layer: Layer) -> str:
+    """HF name of a group's module in its layer, for quantization ignore lists: Kimi Delta Attention sits
+    under `self_attn`; a MoE block beside the dense MLP (`enable_moe_block`) names its experts `experts`."""
+    if group == "linear_attn" and layer.mixer == "kda":
+        return "self_attn.o_proj"
+    if group == "routed_experts" and cfg.bool("enable_moe_block"):
+        return "experts.0.gate_proj"
+    return _MODULE.get(group, group)
 
 
 def _first(values: list[Any] | None) -> str | None:
@@ -93,12 +116,12 @@ def _first(values: list[Any] | None) -> str | None:
 
 
 def _add(acc: dict[tuple[str, str, str], list[int]], quant: QuantScheme, group: str, shard: str, linear: bool,
-         params: int, layer: int | None) -> None:
+         params: int, layer: int | None, name: str | None = None) -> None:
     if layer is None:
         module = {"embed": "model.embed_tokens", "lm_head": "lm_head"}.get(group, "model.norm")
     else:
-        module = f"model.layers.{layer}.{_MODULE.get(group, group)}"
-    fmt = quant.format_for(module, expert=group == "routed_experts") if linear else "bf16"
+        module = f"model.layers.{layer}.{name or _MODULE.get(group, group)}"
+    fmt = quant.format_for(module, expert=group == "routed_experts", group=group, layer=layer) if linear else "bf16"
     slot = acc[(group, shard, fmt)]
     slot[0] += params
     slot[1] += 0 if layer is None else 1
@@ -106,11 +129,18 @@ def _add(acc: dict[tuple[str, str, str], list[int]], quant: QuantScheme, group: 
 
 def _block_parts(cfg: Cfg, layer: Layer, experts: int, state: dict[str, int]) -> blocks.Parts:
     parts: blocks.Parts = {}
-    if layer.mixer in ("full", "sliding", "chunked"):
+    if layer.mixer == "compressed":
+        parts.update(compressed.compressed_attention(cfg, layer.ratio))
+    elif layer.mixer in ("full", "sliding", "chunked"):
         if cfg.has("kv_lora_rank"):
-            parts.update(blocks.mla_attention(cfg))
+            parts.update(blocks.mla_attention(cfg, indexer=layer.indexer))
         else:
             parts.update(blocks.softmax_attention(cfg, blocks.attn_geom(cfg, layer.mixer)))
+            if layer.indexer:
+                _merge(parts, blocks.block_sparse_index(cfg))
+    elif layer.mixer == "kda":
+        p, state["kda"] = blocks.kda_attention(cfg)
+        parts.update(p)
     elif layer.mixer == "linear":
         if cfg.has("linear_num_value_heads"):
             p, state["linear"] = blocks.gdn_attention(cfg)
@@ -126,6 +156,8 @@ def _block_parts(cfg: Cfg, layer: Layer, experts: int, state: dict[str, int]) ->
         _merge(parts, blocks.moe_block(cfg, experts))
     norms = 2 * cfg.int("hidden_size") * ((layer.mixer is not None) + (layer.mlp is not None)) // 2
     _merge(parts, {("norms", "replicated", False): norms})
+    if layer.mixer is not None and compressed.hyper_connections(cfg):
+        _merge(parts, {("hyper_connections", "replicated", False): compressed.hyper_connections(cfg)})
     return parts
 
 
@@ -143,58 +175,11 @@ def _attention_kind(cfg: Cfg, heads: int, kinds: set[Any]) -> str:
     return "mqa" if kv == 1 else "gqa"
 
 
-def _attn_groups(cfg: Cfg, per_layer: list[Layer], state: dict[str, int]) -> tuple[AttnGroup, ...]:
-    counts: dict[str, int] = defaultdict(int)
-    for layer in per_layer:
-        if layer.mixer is not None:
-            counts[layer.mixer] += 1
-    out = []
-    for kind, count in sorted(counts.items()):
-        out.append(_attn_group(cfg, kind, count, state))
-    return tuple(out)
-
-
-def _attn_group(cfg: Cfg, kind: str, count: int, state: dict[str, int]) -> AttnGroup:
-    heads = cfg.int("num_attention_heads")
-    if kind == "linear" and cfg.has("linear_num_value_heads"):  # Gated DeltaNet: value heads of dk x dv state
-        return AttnGroup(kind=kind, layers=count, num_heads=heads, state_elems=state[kind],
-                         kv_heads=cfg.int("linear_num_value_heads"), k_dim=cfg.int("linear_key_head_dim"),
-                         v_dim=cfg.int("linear_value_head_dim"))
-    if kind in ("linear", "mamba"):
-        return AttnGroup(kind=kind, layers=count, num_heads=heads, state_elems=state[kind])
-    if cfg.has("kv_lora_rank"):
-        latent = cfg.int("kv_lora_rank") + cfg.int("qk_rope_head_dim")
-        index, topk, iheads, idim = 0, 0, 0, 0
-        if cfg.has("index_head_dim"):
-            idim = cfg.int("index_head_dim")
-            index = idim + idim // 128 * _INDEX_SCALE_BYTES_PER_128
-            topk = cfg.int("index_topk", 2048)  # vLLM `deepseek_v2.py: Indexer` default topk_tokens
-            iheads = cfg.int("index_n_heads")
-        return AttnGroup(kind="mla", layers=count, num_heads=heads, kv_heads=1, latent_dim=latent,
-                         rope_dim=cfg.int("qk_rope_head_dim"),
-                         head_dim=cfg.int("qk_nope_head_dim") + cfg.int("qk_rope_head_dim"),
-                         k_dim=cfg.int("qk_nope_head_dim") + cfg.int("qk_rope_head_dim"), v_dim=cfg.int("v_head_dim"),
-                         index_bytes_per_token=index, index_topk=topk, index_heads=iheads, index_dim=idim,
-                         window=_window(cfg, kind))
-    g = blocks.attn_geom(cfg, kind)
-    return AttnGroup(kind="full" if kind == "full" else "sliding", layers=count, num_heads=g.heads,
-                     kv_heads=g.kv_heads, head_dim=g.head_dim, k_dim=g.head_dim, v_dim=0 if g.k_eq_v else g.v_dim,
-                     window=_window(cfg, kind))
-
-
-def _window(cfg: Cfg, kind: str) -> int | None:
-    if kind == "sliding":
-        return cfg.int("sliding_window", 0, minimum=0) or cfg.int("sliding_window_size")
-    if kind == "chunked":
-        return cfg.int("attention_chunk_size")
-    return None
-
-
 def _moe(cfg: Cfg, per_layer: list[Layer], experts: int) -> MoE | None:
     if experts == 0:
         return None
     k = 0
-    for key in ("num_experts_per_tok", "top_k_experts", "experts_per_token"):
+    for key in ("num_experts_per_tok", "num_experts_per_token", "top_k_experts", "experts_per_token"):
         if cfg.has(key):
             k = cfg.int(key)
             break
@@ -225,17 +210,28 @@ def _mtp(cfg: Cfg, quant: QuantScheme, per_layer: list[Layer], experts: int, n: 
         count = cfg.int("num_mtp_modules", minimum=0) * cfg.int("mtp_transformer_layers", 1)
     if count == 0:
         return 0, 0, 0.0
-    last = per_layer[-1]
-    layer = Layer("full" if last.mixer in (None, "linear", "mamba") else last.mixer, last.mlp or "dense")
     params, nbytes = 0, 0.0
     for j in range(count):
-        parts = _block_parts(cfg, layer, experts, {})
+        parts: blocks.Parts = {}
+        for layer in _mtp_blocks(cfg, per_layer[-1]):
+            _merge(parts, _block_parts(cfg, layer, experts, {}))
         parts[("mtp_proj", "tp", True)] = 2 * h * h + 3 * h
         if own_embeddings:
             parts[("embed", "vocab", False)] = 2 * vocab * h
         for (group, _shard, linear), p in parts.items():
             module = f"model.layers.{n + j}.{_MODULE.get(group, group)}"
-            fmt = quant.format_for(module, expert=group == "routed_experts") if linear else "bf16"
+            fmt = quant.format_for(module, expert=group == "routed_experts", group=group, layer=n + j) \
+                if linear else "bf16"
             params += p
             nbytes += p * bytes_per_param(fmt)
     return count, params, nbytes
+
+
+def _mtp_blocks(cfg: Cfg, last: Layer) -> list[Layer]:
+    """The blocks of one MTP module: Nemotron-H names them (`mtp_hybrid_override_pattern` "*E" or its list
+    form `mtp_layers_block_type`); otherwise one decoder layer like the last, with softmax attention."""
+    pattern = block_pattern(cfg, "mtp_hybrid_override_pattern")
+    if pattern:
+        return nemotron_pattern(cfg, pattern, len(pattern), "mtp_hybrid_override_pattern")
+    mixer = "full" if last.mixer in (None, "linear", "kda", "mamba") else last.mixer
+    return [Layer(mixer, last.mlp or "dense", last.ratio)]
