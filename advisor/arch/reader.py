@@ -190,7 +190,12 @@ def _moe(cfg: Cfg, per_layer: list[Layer], experts: int) -> MoE | None:
     moe_layers = sum(1 for lay in per_layer if lay.mlp in ("moe", "both"))
     shared = blocks.shared_intermediate(cfg)
     inter = blocks.expert_intermediate(cfg)
-    return MoE(num_experts=experts, experts_per_token=k, shared_experts=-(-shared // inter) if shared else 0,
+    count = -(-shared // inter) if shared else 0  # experts of the routed width, unless the config counts them
+    for key in ("n_shared_experts", "num_shared_experts"):
+        if shared and cfg.has(key):
+            count = cfg.int(key, minimum=0)
+            break
+    return MoE(num_experts=experts, experts_per_token=k, shared_experts=count,
                expert_intermediate=inter, shared_intermediate=shared, moe_layers=moe_layers,
                dense_intermediate=_dense_intermediate(cfg))
 
