@@ -17,8 +17,8 @@ Engine = Literal["vllm", "sglang", "trtllm"]
 KvDtype = Literal["auto", "bf16", "fp8"]
 WeightDtype = Literal["bf16", "fp8", "int4", "nvfp4", "mxfp4"]
 
-# vllm/config/cache.py `CacheConfig.gpu_memory_utilization`: Field(default=0.92) in v0.20.0-v0.33.0 (0.9 before)
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
+DEFAULT_ENGINE: Engine = "vllm"
+DEFAULT_KV_CACHE_DTYPE: KvDtype = "auto"  # the engine's own pick (`cost/engine_args.py: kv_dtype_for`)
 # A serving context a user typically asks for; the model's own maximum is often 128k-1M tokens, more KV
 # than a box holds at any useful concurrency. The printed command passes it explicitly.
 DEFAULT_MAX_MODEL_LEN = 32768

@@ -1,7 +1,7 @@
 """A benchmark's closed loop simulated step by step under the shipped step model, beside the measurement and the
 closed form the predictions use (`advisor/cost/serving.py: serve`), for the vLLM rows of a measurement file.
 
-    python scripts/closed_loop.py ROWS.csv --hw b200-sxm [--model Llama-3.1-70B] [--max-users 64]
+    python -m scripts.closed_loop ROWS.csv --hw b200-sxm [--model Llama-3.1-70B] [--max-users 64]
 
 The client is InferenceX's (`utils/bench_serving/benchmark_serving.py`): every user released at once, each
 completion sending the next request until 10 x users were sent (`--num-prompts` 10 x concurrency), lengths drawn
@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # run from a checkout without install
 
 ROUNDS = 10  # InferenceX: --num-prompts 10 x --max-concurrency (benchmarks/*.sh, every revision since 2025-08)
 Step = Callable[[float, float, float, float, float], float]  # (decodes, their context, prompt tokens, ctx, rows) -> s
@@ -149,7 +148,7 @@ def main() -> int:
                                                        b.rows[j].concurrency)):
         r = b.rows[j]
         step = _row_step(b.features.take(np.array([j])), b.hw, terms, comm)
-        ttft, tpot, first = simulate(step, float(b.batched_tokens), int(r.concurrency), int(r.input_len or 0),
+        ttft, tpot, first = simulate(step, float(b.features.batched_tokens[j]), int(r.concurrency), int(r.input_len or 0),
                                      int(r.output_len or 0), r.length_ratio or 1.0, ahead=int(b.options[j][-1]))
         print(f"{r.model.split('/')[-1][:22]:22s} {r.tp:2d} {r.concurrency:5d} {r.input_len:5d} {r.output_len:5d} | "
               f"{r.ttft_ms or float('nan'):9.1f} {full['ttft_ms'][j]:6.1f} {first_round['ttft_ms'][j]:10.1f} "

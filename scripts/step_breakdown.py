@@ -2,7 +2,7 @@
 (dense GEMMs, MoE chain, attention, collectives, fixed time) and the TTFT by part (staggered arrivals, the
 benchmark's synchronized waves, the per-request time), beside what was measured.
 
-    python scripts/step_breakdown.py ROWS.csv --hw b200-sxm --engine trtllm [--model Llama-3.1-70B] [--max-users 8]
+    python -m scripts.step_breakdown ROWS.csv --hw b200-sxm --engine trtllm [--model Llama-3.1-70B] [--max-users 8]
 
 ROWS.csv: a measurement file (default columns of tests/data/bench/silicon_dev.csv). Milliseconds throughout.
 """
@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # run from a checkout without install
 
 MECHANISMS = ("gemm", "moe", "attention", "collectives", "fixed")
 
@@ -38,7 +37,7 @@ def breakdown(bucket: Any, terms: Any) -> list[dict[str, float]]:
              sampled: np.ndarray) -> dict[str, np.ndarray]:
         return step_time(b.features, b.hw, terms, comm, dec, ctx, pre, ctx_pre, sampled)
 
-    sched, opts = scheduler(b.engine, b.batched_tokens), RunOptions(*b.options.T)
+    sched, opts = scheduler(b.engine, b.features.batched_tokens), RunOptions(*b.options.T)
     no_req = type(terms)(**{**terms.model_dump(), "request_overhead_us": 0.0})
     steady = serve(b.features, no_req, step, sched, b.concurrency, b.input_len, b.output_len, 0.0, opts)
     wave = serve(b.features, no_req, step, sched, b.concurrency, b.input_len, b.output_len, 1.0, opts)

@@ -39,7 +39,7 @@ def _by_hand(model: str, plan: Plan, max_tpot_ms: float | None = None, max_ttft_
     hw = load_profile(RTX)
     case = make_case(lookup(model).arch, plan, hw, Settings())
     users = np.arange(1, 1025, dtype=float)
-    out = evaluate([case], hw, Settings(), terms_for(hw, "vllm")[0], users, np.array([1024]), np.array([1024])).out
+    out = evaluate([case], terms_for(hw, "vllm")[0], users, np.array([1024]), np.array([1024])).out
     tpot, ttft = out["tpot_s"][0, :, 0] * 1e3, out["ttft_s"][0, :, 0] * 1e3
     ok = np.ones(users.size, bool)
     if max_tpot_ms is not None:
@@ -160,7 +160,9 @@ def test_readme_capacity_block_is_current(advisor) -> None:
     # scripts/capacity_examples.py writes it; a physics or catalog change that moves these numbers must regenerate it
     from conftest import REPO
 
-    block = (REPO / "README.md").read_text().split("<!-- capacity:start -->")[1].split("<!-- capacity:end -->")[0]
+    from scripts.readme_block import read_block
+
+    block = read_block("capacity")  # docs/capacity.md
     for d in _rank(advisor, MINIMAX, KIMI, "--max-tpot-ms", "50", "--gpu-hour-price", "2"):
         assert (f"| {d['model']} | {d['plan']['label']} | {d['max_users_at_slo']:,} | {d['binding_limit']} | "
                 f"{d['output_tok_s_at_slo']:,.0f} | {d['usd_per_mtok']:.2f} | {d['kwh_per_mtok']:.2f} |") in block
@@ -177,6 +179,6 @@ def test_users_that_would_wait_for_a_slot_do_not_count(advisor) -> None:
     case = make_case(lookup(KIMI).arch, Plan(tp=d["plan"]["tp"], dp=d["plan"]["dp"], ep=d["plan"]["ep"],
                                              pp=d["plan"]["pp"]), hw, Settings(max_model_len=32768 + 1024))
     users = np.array([d["max_users_at_slo"], d["max_users_at_slo"] + 1], dtype=float)
-    out = evaluate([case], hw, Settings(max_model_len=32768 + 1024), terms_for(hw, "vllm")[0], users,
+    out = evaluate([case], terms_for(hw, "vllm")[0], users,
                    np.array([32768]), np.array([1024])).out
     assert out["running"][0, 0, 0] == users[0] and out["running"][0, 1, 0] < users[1]

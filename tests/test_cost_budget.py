@@ -12,13 +12,13 @@ from advisor.cost.budget import (
     CUDA_CONTEXT_BYTES,
     FITTED,
     NCCL_INIT_PEER_BYTES,
-    capture_sizes,
     forward_bytes,
     peers,
     sampler_bytes,
-    sglang_fraction,
     vllm_budget,
 )
+from advisor.cost.engine_args import batch_limits, resolve
+from advisor.cost.engine_defaults import capture_sizes, sglang_fraction
 from advisor.cost.memory import MemoryFit, memory_fit
 from advisor.cost.plan import Plan
 from advisor.cost.weights import requantize, weights_per_gpu
@@ -35,7 +35,7 @@ LLAMA8 = "meta-llama/Llama-3.1-8B"
 def fit(model: str, plan: Plan, hw: HardwareProfile, **settings: Any) -> MemoryFit:
     a = catalog_arch(model)
     s = Settings(**settings)
-    return memory_fit(a, plan, hw, s, requantize(a, s.weight_dtype))
+    return memory_fit(a, plan, hw, resolve(s, a, plan, hw), requantize(a, s.weight_dtype))
 
 
 @pytest.mark.parametrize(("version", "util", "sampler", "graphs", "printed"), [
@@ -48,7 +48,9 @@ def test_release_defaults(version: str, util: float, sampler: str, graphs: bool,
     # config/cache.py gpu_memory_utilization 0.9 -> 0.92 at v0.20.0; CUDA-graph estimate default on from v0.20.0
     r = release("vllm", version)
     assert (r.gpu_memory_utilization, r.sampler, r.graph_estimate, r.printed) == (util, sampler, graphs, printed)
-    assert Settings(engine_version=version).utilization() == util
+    a = catalog_arch(LLAMA8)
+    hw = load_profile("rtx-pro-6000-server")
+    assert resolve(Settings(engine_version=version), a, Plan(), hw).gpu_memory_utilization == util
 
 
 @pytest.mark.parametrize("version", ["0.10.2", "0.34.0", "1.0", "latest"])
@@ -63,13 +65,11 @@ def test_default_release_is_the_newest_modelled() -> None:
 
 def test_batch_defaults_by_device_and_release(hw: HardwareProfile) -> None:
     # engine/arg_utils.py: >= 70 GiB and not A100 -> 8192 / 1024; from v0.30 >= 160 GiB -> 16384 / 1024
-    s = Settings()
-    assert (s.batched_tokens(hw.gpu.memory_bytes), s.num_seqs(hw.gpu.memory_bytes)) == (8192, 1024)
-    b200 = load_profile("b200-sxm").gpu.memory_bytes
-    assert Settings().batched_tokens(b200) == 16384
-    assert Settings(engine_version="0.29").batched_tokens(b200) == 8192
-    a100 = load_profile("a100-sxm").gpu
-    assert (s.batched_tokens(a100.memory_bytes, a100.name), s.num_seqs(a100.memory_bytes, a100.name)) == (2048, 256)
+    assert batch_limits(Settings(), hw)[:2] == (8192, 1024)
+    b200 = load_profile("b200-sxm")
+    assert batch_limits(Settings(), b200)[:2] == (16384, 1024)
+    assert batch_limits(Settings(engine_version="0.29"), b200)[:2] == (8192, 1024)
+    assert batch_limits(Settings(), load_profile("a100-sxm"))[:2] == (2048, 256)
 
 
 def test_sampler_bytes_per_element() -> None:
@@ -84,8 +84,8 @@ def test_sampler_bytes_per_element() -> None:
 def test_sampler_rows_are_min_of_max_num_seqs_and_batched_tokens(hw: HardwareProfile) -> None:
     a = catalog_arch(LLAMA8)
     w = weights_per_gpu(requantize(a, None), Plan())
-    b = vllm_budget(a, Plan(), hw, Settings(engine_version="0.11", max_num_seqs=4096, max_num_batched_tokens=2048),
-                    w, 32768)
+    s = Settings(engine_version="0.11", max_num_seqs=4096, max_num_batched_tokens=2048, max_model_len=32768)
+    b = vllm_budget(a, Plan(), hw, resolve(s, a, Plan(), hw), w)
     assert b.sampler == sampler_bytes(2048, a.vocab_size, "sort")
 
 
@@ -183,7 +183,7 @@ def test_trtllm_kv_is_its_fraction_of_what_the_profile_leaves(hw: HardwareProfil
     what is left, so halving it halves the KV exactly (vLLM's share of the device total does not)."""
     a, plan = catalog_arch(MINIMAX), Plan(tp=4)
     w = weights_per_gpu(requantize(a, None), plan)
-    m = memory_fit(a, plan, hw, Settings(engine="trtllm"), requantize(a, None))
+    m = fit(MINIMAX, plan, hw, engine="trtllm")
     b = m.budget
     assert (b.utilization, m.engine_version) == (0.9, "1.0-1.2")
     assert b.forward == forward_bytes(a, plan, 8192)
@@ -192,7 +192,7 @@ def test_trtllm_kv_is_its_fraction_of_what_the_profile_leaves(hw: HardwareProfil
     nt = FITTED.non_torch_base_bytes + 3 * FITTED.nccl_peer_bytes
     left = hw.gpu.cuda_total_bytes - w - b.forward - pre - nt - b.cudagraph
     assert m.available_kv_bytes == pytest.approx(0.9 * left)
-    half = memory_fit(a, plan, hw, Settings(engine="trtllm", gpu_memory_utilization=0.45), requantize(a, None))
+    half = fit(MINIMAX, plan, hw, engine="trtllm", gpu_memory_utilization=0.45)
     assert half.available_kv_bytes / m.available_kv_bytes == pytest.approx(0.5)
     vllm = [fit(MINIMAX, plan, hw, gpu_memory_utilization=u).available_kv_bytes for u in (0.92, 0.46)]
     assert vllm[1] / vllm[0] < 0.4  # vLLM: weights and activations come out of the halved share

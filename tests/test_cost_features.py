@@ -28,7 +28,7 @@ arch = catalog_arch
 def feats(model: str, plan: Plan, hw: HardwareProfile) -> Features:
     case = make_case(arch(model), plan, hw, Settings())
     assert case.invalid is None and case.memory is not None, case.reason
-    return Features.stack([plan_features(case.arch, plan, hw, Settings(), case.weights, case.memory)])
+    return Features.stack([plan_features(case.arch, plan, hw, case.args, case.weights, case.memory)])
 
 
 def colls(model: str, plan: Plan, hw: HardwareProfile) -> tuple[Collective, ...]:
@@ -152,7 +152,7 @@ def test_running_sequences_agree_with_memory_fit(hw: HardwareProfile, plan: Plan
     # how many max-model-len sequences one DP rank runs is what memory_fit says fits (per GPU of one stage)
     case = make_case(arch("meta-llama/Llama-3.1-70B"), plan, hw, Settings())
     assert case.runs and case.memory is not None
-    F = Features.stack([plan_features(case.arch, plan, hw, Settings(), case.weights, case.memory)])
+    F = Features.stack([plan_features(case.arch, plan, hw, case.args, case.weights, case.memory)])
     assert int(kv_capacity(F, np.array([float(case.memory.max_model_len)]))[0]) * plan.dp == case.memory.max_concurrency
 
 
@@ -163,7 +163,7 @@ def test_stacked_features_hold_each_rows_fields(hw: HardwareProfile) -> None:
     for model, plan in ((KIMI, Plan(tp=8)), (MINIMAX, Plan(tp=2, dp=4, ep=8)), (MINIMAX, Plan(tp=4))):
         case = make_case(arch(model), plan, hw, Settings())
         assert case.memory is not None, case.reason
-        rows.append(plan_features(case.arch, plan, hw, Settings(), case.weights, case.memory))
+        rows.append(plan_features(case.arch, plan, hw, case.args, case.weights, case.memory))
     F = Features.stack(rows)
     for name in Features.__dataclass_fields__:
         want = np.array([r[name] for r in rows], dtype=float)

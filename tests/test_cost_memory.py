@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from conftest import catalog_arch
 
+from advisor.cost.engine_args import resolve
 from advisor.cost.memory import MemoryFit, memory_fit
 from advisor.cost.plan import Plan
 from advisor.cost.weights import requantize
@@ -29,7 +30,7 @@ arch = catalog_arch
 def fit(model: str, plan: Plan, hw: HardwareProfile, **settings: Any) -> MemoryFit:
     a = arch(model)
     s = Settings(**settings)
-    return memory_fit(a, plan, hw, s, requantize(a, s.weight_dtype))
+    return memory_fit(a, plan, hw, resolve(s, a, plan, hw), requantize(a, s.weight_dtype))
 
 
 def config(configs_dir: Path, model: str) -> dict[str, Any]:

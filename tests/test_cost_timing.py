@@ -5,13 +5,12 @@ against hand computation from config.json and spec-sheet numbers, and the behavi
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from conftest import REPO, catalog_arch
+from conftest import catalog_arch
 
 from advisor.cost import kernels
 from advisor.cost.features import Features, plan_features
@@ -30,6 +29,7 @@ from advisor.cost.sweep import Case, evaluate, make_case
 from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile
+from scripts import closed_loop
 
 KIMI = "moonshotai/Kimi-K2.5"
 KIMI_NVFP4 = "nvidia/Kimi-K2.5-NVFP4"
@@ -37,8 +37,6 @@ MINIMAX = "MiniMaxAI/MiniMax-M2.5"
 LLAMA8 = "meta-llama/Llama-3.1-8B"
 LLAMA70 = "meta-llama/Llama-3.1-70B"
 TERMS = Terms()
-sys.path.insert(0, str(REPO / "scripts"))
-import closed_loop  # noqa: E402
 
 arch = catalog_arch
 
@@ -52,7 +50,7 @@ def case(model: str, plan: Plan, hw: HardwareProfile) -> Case:
 def feats(model: str, plan: Plan, hw: HardwareProfile) -> Features:
     c = case(model, plan, hw)
     assert c.memory is not None
-    return Features.stack([plan_features(c.arch, plan, hw, Settings(), c.weights, c.memory)])
+    return Features.stack([plan_features(c.arch, plan, hw, c.args, c.weights, c.memory)])
 
 
 def step(F: Features, hw: HardwareProfile, tokens: float, ctx: float = 0.0, decode: bool = True,
@@ -68,7 +66,7 @@ def run(model: str, plan: Plan, hw: HardwareProfile, conc: list[int], lengths: l
         ) -> dict[str, Any]:
     c = case(model, plan, hw)
     i, o = zip(*lengths, strict=True)
-    out = evaluate([c], hw, Settings(), TERMS, np.array(conc), np.array(i), np.array(o)).out
+    out = evaluate([c], TERMS, np.array(conc), np.array(i), np.array(o)).out
     return {k: v[0] for k, v in out.items()}
 
 
@@ -78,7 +76,14 @@ def run(model: str, plan: Plan, hw: HardwareProfile, conc: list[int], lengths: l
 @pytest.mark.parametrize("tokens,padded", [(1, 1), (2, 2), (3, 4), (4, 4), (5, 8), (8, 8), (9, 16), (17, 24),
                                            (255, 256), (256, 256), (257, 272), (300, 304)])
 def test_pad_tokens(tokens: int, padded: int) -> None:
-    assert pad_tokens(np.array([float(tokens)]))[0] == padded
+    assert pad_tokens(np.array([float(tokens)]), 512)[0] == padded
+    assert pad_tokens(np.array([float(tokens)]), 0)[0] == tokens  # no graphs (eager): never padded
+
+
+def test_padding_stops_at_the_largest_capture_size() -> None:
+    # vLLM captures up to min(2 max_num_seqs, 512) (1024 on data-center Blackwell from v0.30): beyond it, eager
+    assert pad_tokens(np.array([513.0, 1000.0]), 512).tolist() == [513.0, 1000.0]
+    assert pad_tokens(np.array([513.0, 1000.0]), 1024).tolist() == [528.0, 1008.0]
 
 
 # --- decode roofline terms ---------------------------------------------------------------------------
@@ -244,9 +249,9 @@ def test_a_case_in_a_stacked_sweep_is_the_case_alone(hw: HardwareProfile) -> Non
              case(MINIMAX, Plan(tp=8, ep=8), hw), case(KIMI_NVFP4, Plan(tp=8), hw),
              case("nvidia/Qwen3.5-397B-A17B-NVFP4", Plan(tp=4), hw)]
     conc, inp, out = np.array([1, 16, 256]), np.array([128, 8192]), np.array([128, 1024])
-    together = evaluate(cases, hw, Settings(), TERMS, conc, inp, out).out
+    together = evaluate(cases, TERMS, conc, inp, out).out
     for j, c in enumerate(cases):
-        alone = evaluate([c], hw, Settings(), TERMS, conc, inp, out).out
+        alone = evaluate([c], TERMS, conc, inp, out).out
         for key in ("ttft_s", "tpot_s", "output_tok_s", "step_comm", "step_total"):
             np.testing.assert_allclose(together[key][j], alone[key][0], rtol=1e-12, err_msg=f"{c.arch.model} {key}")
 
@@ -401,7 +406,7 @@ def test_receive_interval_waits_half_a_cycle_of_decode_steps(share: float) -> No
     b200 = load_profile("b200-sxm")
     F = feats("nvidia/DeepSeek-R1-NVFP4", Plan(tp=8), b200)
     terms = Terms(bench_wave_share=share)
-    args = (F, b200, terms, "sglang", 16384, np.array([32.0]), np.array([1024.0]), np.array([1024.0]))
+    args = (F, b200, terms, "sglang", np.array([32.0]), np.array([1024.0]), np.array([1024.0]))
     base = predict(*args, benchmark=True)
     polled = predict(*args, benchmark=True, options=RunOptions(recv_interval=np.array([30.0])))
     step_s, pre = float(base["step_total"][0]), float(base["prefill_share"][0])
@@ -430,7 +435,7 @@ def test_a_scheduler_one_step_ahead_adds_one_step_to_a_staggered_arrival(engine:
     b200 = load_profile("b200-sxm")
     F = feats("nvidia/DeepSeek-R1-NVFP4", Plan(tp=8), b200)
     users = np.array([32.0, 1.0])
-    args = (F, b200, Terms(), engine, 16384, users, np.array([1024.0]), np.array([1024.0]))
+    args = (F, b200, Terms(), engine, users, np.array([1024.0]), np.array([1024.0]))
     ahead, sync = predict(*args), predict(*args, options=RunOptions(scheduled_ahead=0.0))
     assert float(ahead["ttft_s"][0] - sync["ttft_s"][0]) == pytest.approx(float(sync[step_key][0]), rel=1e-9)
     assert float(ahead["ttft_s"][1]) == float(sync["ttft_s"][1])

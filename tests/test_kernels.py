@@ -5,7 +5,6 @@ predicts a GPU it was not fitted on (leave-one-GPU-out, stored by scripts/fit_ke
 from __future__ import annotations
 
 import csv
-import sys
 from typing import Any
 
 import numpy as np
@@ -13,9 +12,7 @@ import pytest
 from conftest import REPO
 
 from advisor.cost import kernels
-
-sys.path.insert(0, str(REPO / "scripts"))
-import fit_kernels  # noqa: E402
+from scripts import fit_kernels
 
 SLICES = REPO / "tests" / "data" / "kernels"
 
@@ -193,10 +190,11 @@ def test_refit_on_the_slice_recovers_the_shipped_parameters() -> None:
 
 def test_readme_kernel_accuracy_block_is_current() -> None:
     # scripts/kernel_accuracy.py writes it from the shipped parameters; a refit must regenerate it
-    import kernel_accuracy
+    from scripts import kernel_accuracy
 
-    readme = (REPO / "README.md").read_text()
-    block = readme.split("<!-- kernel-accuracy:start -->\n")[1].split("<!-- kernel-accuracy:end -->")[0]
+    from scripts.readme_block import read_block
+
+    block = read_block("kernel-accuracy")  # docs/accuracy.md
     assert block == kernel_accuracy.table()
 
 
@@ -236,7 +234,7 @@ def test_quantized_gemm_fixed_latency_is_its_input_quantization() -> None:
     def fixed(model: str, gpu: str, fmt: str | None, engine: str) -> tuple[float, Features]:
         hw, st = load_profile(gpu), Settings(weight_dtype=fmt, engine=engine)
         case = make_case(lookup(model).arch, Plan(tp=4), hw, st)
-        F = Features.from_flat(np.stack([case.features(hw, st)]))
+        F = Features.from_flat(np.stack([case.features()]))
         return float(_gemms(F, 1e12, np.ones(1))[2][0]), F
 
     # in a serving step that kernel is fused into the RMSNorm / activation before the GEMM, except where vLLM
@@ -288,7 +286,7 @@ def test_shared_experts_ride_a_second_stream_at_small_batches() -> None:
 
     hw, st = load_profile("b200-sxm"), Settings()
     arch = lookup("deepseek-ai/DeepSeek-V3").arch
-    F = Features.from_flat(np.stack([make_case(arch, Plan(tp=8), hw, st).features(hw, st)]))
+    F = Features.from_flat(np.stack([make_case(arch, Plan(tp=8), hw, st).features()]))
     assert arch.moe is not None and float(F.shared_calls[0]) == 2 * arch.moe.moe_layers == 116
     # one shared expert of 3 x 7168 x 2048 block-FP8 weights per MoE layer, an eighth of it per GPU
     per_gpu = 3 * 7168 * 2048 * arch.moe.moe_layers / 8

@@ -1,4 +1,4 @@
-"""The memory model against public start-up logs (tests/data/logs, advisor/cost/logcheck.py), the README's table
+"""The memory model against public start-up logs (tests/data/logs, research/logcheck.py), the README's table
 of them (scripts/memory_logs.py), the case-study fit facts, and `advisor fit` speaking the log's language."""
 
 from __future__ import annotations
@@ -15,15 +15,16 @@ import pytest
 from conftest import REPO, catalog_arch
 
 from advisor.cost.budget import FITTED
-from advisor.cost.logcheck import TOLERANCE, fit_constants, leave_one_out, load_logs, replay
+from advisor.cost.engine_args import resolve
 from advisor.cost.memory import memory_fit
 from advisor.cost.plan import Plan
 from advisor.cost.weights import requantize
 from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile
+from research.logcheck import TOLERANCE, fit_constants, leave_one_out, load_logs, replay
 
 LOGS = REPO / "tests" / "data" / "logs" / "logs.json"
-SCRIPT = REPO / "scripts" / "memory_logs.py"
+SCRIPT = "scripts.memory_logs"  # run as `python -m` from the repo root
 ENTRIES = load_logs(LOGS)
 PREDICTED = [e for e in ENTRIES if not e.not_predicted]
 GiB = 2**30
@@ -87,11 +88,12 @@ def test_leave_one_out_holds() -> None:
 
 
 def test_readme_block_is_current() -> None:
-    done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", SCRIPT], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stderr
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    block = readme.split("<!-- memory-logs:start -->\n", 1)[1].split("<!-- memory-logs:end -->", 1)[0]
-    assert block == done.stdout, "stale: run scripts/memory_logs.py --readme README.md"
+    from scripts.readme_block import read_block
+
+    block = read_block("memory-logs")  # docs/accuracy.md
+    assert block == done.stdout, "stale: run python -m scripts.memory_logs --update"
     rows = [ln for ln in done.stdout.splitlines() if re.match(r"\| [LKG]\d\d ", ln)]
     assert len(rows) == len(ENTRIES)
     for ln in rows:  # every row says it holds, why it misses, or why it is not predicted
@@ -101,8 +103,8 @@ def test_readme_block_is_current() -> None:
 def test_script_writes_between_the_markers(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text("head\n<!-- memory-logs:start -->\nSTALE BLOCK\n<!-- memory-logs:end -->\ntail\n")
-    done = subprocess.run([sys.executable, str(SCRIPT), "--readme", str(readme)], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run([sys.executable, "-m", SCRIPT, "--update", str(readme)], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stderr
     text = readme.read_text()
     assert text.startswith("head\n<!-- memory-logs:start -->\nPublic start-up logs") and text.endswith("tail\n")
@@ -115,7 +117,7 @@ def test_script_writes_between_the_markers(tmp_path: Path) -> None:
 def fit(model: str, plan: Plan, hw: HardwareProfile, **settings: Any) -> Any:
     a = catalog_arch(model)
     s = Settings(**settings)
-    return memory_fit(a, plan, hw, s, requantize(a, s.weight_dtype))
+    return memory_fit(a, plan, hw, resolve(s, a, plan, hw), requantize(a, s.weight_dtype))
 
 
 @pytest.mark.parametrize("version", ["0.11", "0.16", "0.19", "0.20", "0.27", "0.33"])

@@ -60,7 +60,7 @@ def test_panel_a_one_line_per_model_with_cost_model_values(ranked: dict[str, Any
         p = d["plan"]
         arch = _resolved(d["model"]).arch
         case = make_case(arch, Plan(tp=p["tp"], pp=p["pp"], dp=p["dp"], ep=p["ep"]), hw, settings)
-        res = evaluate([case], hw, settings, ranked["terms"], np.array(grid, float), np.array([1024]),
+        res = evaluate([case], ranked["terms"], np.array(grid, float), np.array([1024]),
                        np.array([1024])).out
         np.testing.assert_allclose(line.get_ydata(), res["output_tok_s"][0, :, 0], rtol=1e-12)
         np.testing.assert_allclose(line.get_xdata(), res["per_user_tok_s"][0, :, 0], rtol=1e-12)

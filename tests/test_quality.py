@@ -39,7 +39,7 @@ def meets_at(model: str, users: int, max_tpot_ms: float) -> bool:
     """Some runnable plan of `model` keeps TPOT within the target at `users` users (shipped terms, 1024/1024)."""
     hw = load_profile("rtx-pro-6000-server")
     cases = [c for c in all_cases(lookup(model).arch, hw, Settings()) if c.runs]
-    out = evaluate(cases, hw, Settings(), terms_for(hw, "vllm")[0], np.array([float(users)]), np.array([1024]),
+    out = evaluate(cases, terms_for(hw, "vllm")[0], np.array([float(users)]), np.array([1024]),
                    np.array([1024])).out
     return bool(np.any(out["tpot_s"][:, 0, 0] * 1e3 <= max_tpot_ms))
 
@@ -148,7 +148,9 @@ def test_quality_figure(advisor, tmp_path: Path) -> None:
 
 def test_readme_quality_block_is_current(advisor) -> None:
     # scripts/quality_examples.py writes it: a change that moves these rows must regenerate it
-    block = (REPO / "README.md").read_text().split("<!-- quality:start -->")[1].split("<!-- quality:end -->")[0]
+    from scripts.readme_block import read_block
+
+    block = read_block("quality")  # docs/quality.md
     rows = [d for d in _rank(advisor, MINIMAX, KIMI, KIMI_FP4, "--objective", "best-under-slo", "--max-tpot-ms",
                              "50", "--concurrency", "16") if d["rank"]]
     for d in rows:

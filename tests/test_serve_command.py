@@ -111,8 +111,8 @@ def test_human_output_prints_the_notes_under_the_command(advisor) -> None:
 
 def test_trtllm_serve_with_attention_dp_and_an_fp8_cache(advisor) -> None:
     """`trtllm-serve` (TensorRT-LLM `commands/serve.py`): --tp_size counts every GPU, attention DP and the KV dtype
-    go in the `--extra_llm_api_options` YAML, given inline, whose `kv_cache_config` restates the memory fraction
-    (it replaces the one the flags build); the inline file is what bash hands the server."""
+    go in the `--extra_llm_api_options` YAML, written by the same pasteable line, whose `kv_cache_config` restates
+    the memory fraction (it replaces the one the flags build); the file bash writes is what the server reads."""
     import subprocess
 
     kimi = "moonshotai/Kimi-K2.5"
@@ -121,12 +121,14 @@ def test_trtllm_serve_with_attention_dp_and_an_fp8_cache(advisor) -> None:
     assert rows and all(d["plan"]["tp"] == 1 for d in rows)  # its attention DP spans every rank
     d = rows[0]
     cmd, p = d["command"], d["plan"]
-    assert cmd.startswith(("trtllm-serve " + kimi, "CUDA_VISIBLE_DEVICES"))
+    (launch,) = d["commands"]
+    assert launch["argv"][:2] == ["trtllm-serve", kimi] and launch["line"] == cmd
     assert _flag(cmd, "--tp_size") == str(p["dp"]) and _flag(cmd, "--kv_cache_free_gpu_memory_fraction") == "0.8"
     assert _flag(cmd, "--max_num_tokens") == "8192" and _flag(cmd, "--max_batch_size") == "2048"
     assert (_flag(cmd, "--ep_size") == str(p["ep"])) == (p["ep"] > 1) and "--trust_remote_code" in cmd
-    inline = re.search(r"<\(printf '[^']*'\)", cmd).group(0)  # type: ignore[union-attr]
-    yaml = subprocess.run(["bash", "-c", f"cat {inline}"], capture_output=True, text=True, check=True).stdout
+    write = cmd.split(" && ")[0]  # printf '%s\n' LINES... > extra_llm_api_options.yaml
+    assert _flag(cmd, "--extra_llm_api_options") == "extra_llm_api_options.yaml"
+    yaml = subprocess.run(["bash", "-c", write.split(" > ")[0]], capture_output=True, text=True, check=True).stdout
     assert yaml.splitlines() == ["enable_attention_dp: true", "kv_cache_config:", "  dtype: fp8",
                                  "  free_gpu_memory_fraction: 0.8"]
 

@@ -60,7 +60,6 @@ class Bucket:
     concurrency: np.ndarray
     input_len: np.ndarray  # the mean lengths the benchmark ran
     output_len: np.ndarray
-    batched_tokens: int
     fixed_lengths: np.ndarray  # [N] bool: every request ran exactly those lengths (length_ratio 1)
     options: np.ndarray  # [N, len(RunOptions._fields)] the run's scheduling options, in `serving.RunOptions` order
 
@@ -73,7 +72,7 @@ def run_bucket(b: Bucket, terms: Terms) -> dict[str, np.ndarray]:
     """Predicted ttft_ms, tpot_ms, output_tok_s [N] of a bucket under `terms` (one `serve` call)."""
     from advisor.cost.timing import predict
 
-    out = predict(b.features, b.hw, terms, b.engine, b.batched_tokens, b.concurrency, b.input_len, b.output_len,
+    out = predict(b.features, b.hw, terms, b.engine, b.concurrency, b.input_len, b.output_len,
                   benchmark=True, fixed_lengths=b.fixed_lengths, options=RunOptions(*b.options.T))
     n = len(b.index)
     return {"ttft_ms": np.broadcast_to(out["ttft_s"], (n,)) * 1e3,
@@ -174,7 +173,7 @@ def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measureme
             result = f"plan {case.plan.label()} cannot run: {case.reason}"
         elif case is not None:
             assert case.memory is not None
-            result = plan_features(arch, case.plan, hw, settings, case.weights, case.memory)
+            result = plan_features(arch, case.plan, hw, case.args, case.weights, case.memory)
     cache.feats[key] = result
     return result
 

@@ -31,7 +31,6 @@ from advisor.calibrate.rowtable import Rows, RowTable
 from advisor.cost.features import Features
 from advisor.cost.serving import RunOptions
 from advisor.cost.terms import Terms
-from advisor.cost.workload import Settings
 
 NON_FINITE = "the cost model returned a non-finite value"
 
@@ -123,8 +122,7 @@ def _bucket(table: RowTable, rows: Sequence[Measurement] | None, cache: _Cache, 
     return Bucket(hw=hw, engine=name[1], index=idx.tolist(),
                   rows=[rows[int(i)] for i in idx] if rows is not None else Rows(table, idx),
                   features=stacked.take(local.reshape(-1)), concurrency=table.concurrency[idx],
-                  input_len=inp[idx], output_len=out[idx], fixed_lengths=fixed[idx], options=opts[idx],
-                  batched_tokens=Settings(engine=name[1]).batched_tokens(hw.gpu.memory_bytes))
+                  input_len=inp[idx], output_len=out[idx], fixed_lengths=fixed[idx], options=opts[idx])
 
 
 def predict(prep: Prepared, terms_by_key: Mapping[tuple[str, str], Terms],
@@ -141,8 +139,7 @@ def predict(prep: Prepared, terms_by_key: Mapping[tuple[str, str], Terms],
         at = at.reshape(-1)
         small = Bucket(hw=b.hw, engine=b.engine, index=first.tolist(), rows=[], features=b.features.take(first),
                        concurrency=b.concurrency[first], input_len=b.input_len[first], output_len=b.output_len[first],
-                       fixed_lengths=b.fixed_lengths[first], options=b.options[first],
-                       batched_tokens=b.batched_tokens)
+                       fixed_lengths=b.fixed_lengths[first], options=b.options[first])
         res = run_bucket(small, terms_by_key.get(key, Terms()))
         for m in METRIC_KEYS:
             pred[m][idx] = np.asarray(res[m])[at]

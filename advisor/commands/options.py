@@ -10,8 +10,9 @@ import typer
 
 from advisor.engines import (
     DEFAULT_CONCURRENCY,
-    DEFAULT_GPU_MEMORY_UTILIZATION,
+    DEFAULT_ENGINE,
     DEFAULT_INPUT_LEN,
+    DEFAULT_KV_CACHE_DTYPE,
     DEFAULT_MAX_MODEL_LEN,
     DEFAULT_OUTPUT_LEN,
     ENGINE_VERSION_HELP,
@@ -78,7 +79,7 @@ CondConcurrency = Annotated[int | None, typer.Option("--concurrency", min=1,
                                                      help="Concurrency of rows that do not state it.")]
 OutputFile = Annotated[Path, typer.Option("-o", "--output", help="File to write (atomically).")]
 
-__all__ = ["DEFAULT_CONCURRENCY", "DEFAULT_GPU_MEMORY_UTILIZATION", "DEFAULT_HW", "DEFAULT_INPUT_LEN",
+__all__ = ["DEFAULT_CONCURRENCY", "DEFAULT_ENGINE", "DEFAULT_HW", "DEFAULT_INPUT_LEN", "DEFAULT_KV_CACHE_DTYPE",
            "DEFAULT_OUTPUT_LEN"]  # the defaults the commands show, from their one definition
 
 
@@ -112,11 +113,12 @@ def speculation(speculative: str, tokens: int | None, acceptance: float | None) 
     return {"speculative": True, "speculative_tokens": tokens, "spec_acceptance": acceptance}
 
 
-def settings(max_model_len: int | None, kv_cache_dtype: str, util: float | None, weight_dtype: str | None,
-             engine: str, need_tokens: int = 0, engine_version: str | None = None,
+def settings(*, engine: str, engine_version: str | None, max_model_len: int | None, kv_cache_dtype: str,
+             gpu_memory_utilization: float | None, weight_dtype: str | None, need_tokens: int = 0,
              spec: dict[str, object] | None = None) -> Settings:
-    """Engine settings from flags. Without --max-model-len the default context is raised to `need_tokens`
-    (input + output), else the printed serve command would refuse the request."""
+    """The user's engine flags (every default is filled later, per plan, by `cost/engine_args.py: resolve`).
+    Without --max-model-len the default context is raised to `need_tokens` (input + output), else the printed
+    serve command would refuse the request."""
     from advisor.cost.workload import Settings
     from advisor.engines import release
 
@@ -126,7 +128,8 @@ def settings(max_model_len: int | None, kv_cache_dtype: str, util: float | None,
         raise AdvisorError(str(err)) from None
     if max_model_len is None and need_tokens > DEFAULT_MAX_MODEL_LEN:
         max_model_len = need_tokens
-    return Settings(max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=util,
+    return Settings(max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype,
+                    gpu_memory_utilization=gpu_memory_utilization,
                     weight_dtype=weight_dtype, engine=engine, engine_version=engine_version,
                     **(spec or {}))
 

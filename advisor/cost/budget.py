@@ -22,9 +22,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from advisor.arch.model import ModelArch
+from advisor.cost.engine_args import EngineArgs
+from advisor.cost.engine_defaults import cuda_total
 from advisor.cost.plan import Plan
-from advisor.cost.workload import Settings
-from advisor.engines import Release
 from advisor.hardware import HardwareProfile
 
 GiB = 2**30
@@ -32,7 +32,7 @@ MiB = 2**20
 
 
 class Constants(BaseModel):
-    """The budget's constants that no engine file states, fitted once (`advisor/cost/logcheck.py:
+    """The budget's constants that no engine file states, fitted once (`research/logcheck.py:
     fit_constants`) on llm-d's measured per-term columns (vLLM v0.11.0, H100; tests/data/logs L13-L18,
     "Activation" and "Non-torch"); the README's memory-log table gives their leave-one-row-out errors."""
 
@@ -141,16 +141,6 @@ def peers(arch: ModelArch, plan: Plan) -> int:
     return n + min(plan.pp - 1, 2)
 
 
-def capture_sizes(max_num_seqs: int, batched_tokens: int, release: Release, sm: str | None) -> list[int]:
-    """CUDA-graph capture sizes (`config/vllm.py:VllmConfig._set_cudagraph_sizes`, v0.12-v0.33): [1, 2, 4] +
-    range(8, 256, 8) + range(256, max + 1, 16), max = min(2 max_num_seqs, 512; 1024 on data-center
-    Blackwell from v0.30), none above max_num_batched_tokens."""
-    top = 1024 if release.first >= 30 and sm in ("sm100", "sm103") else 512
-    top = min(2 * max_num_seqs, top)
-    sizes = [1, 2, 4, *range(8, 256, 8), *range(256, top + 1, 16)]
-    return [s for s in sizes if s <= min(top, batched_tokens)]
-
-
 def cudagraph_bytes(arch: ModelArch, plan: Plan, sizes: list[int], max_num_seqs: int) -> float:
     """CUDA-graph estimate (`profile_cudagraph_memory`, FULL_AND_PIECEWISE): the first capture (the forward of
     the largest size, into an empty pool) + (graphs - 1) x its 1 MiB per-graph floor, per mode; PIECEWISE over
@@ -162,27 +152,19 @@ def cudagraph_bytes(arch: ModelArch, plan: Plan, sizes: list[int], max_num_seqs:
     return forward_bytes(arch, plan, max(sizes)) + (len(sizes) - 1 + max(len(full) - 1, 0)) * GRAPH_FLOOR_BYTES
 
 
-def cuda_total(hw: HardwareProfile) -> float:
-    """The device total CUDA reports (the hardware profile's `cuda_total_bytes`, else nvidia-smi's)."""
-    return float(hw.gpu.cuda_total_bytes or hw.gpu.memory_bytes)
-
-
-def vllm_budget(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settings, weights: float,
-                max_model_len: int, consts: Constants = FITTED) -> Budget:
-    """vLLM's KV budget on one GPU for the settings' release (see the module docstring)."""
-    rel = settings.release()
+def vllm_budget(arch: ModelArch, plan: Plan, hw: HardwareProfile, args: EngineArgs, weights: float,
+                consts: Constants = FITTED) -> Budget:
+    """vLLM's KV budget on one GPU for the resolved engine arguments' release (see the module docstring)."""
+    rel = args.engine_release()
     cap = cuda_total(hw)
-    util = settings.utilization()
-    tokens = settings.batched_tokens(int(cap), hw.gpu.name)
-    seqs = settings.num_seqs(int(cap), hw.gpu.name)
+    util = args.gpu_memory_utilization
+    tokens, seqs = args.max_num_batched_tokens, args.max_num_seqs
     samp = sampler_bytes(min(seqs, tokens), arch.vocab_size, rel.sampler, consts.sort_temp_bytes)
     fwd = forward_bytes(arch, plan, tokens)
-    keep = persistent_bytes(arch, max_model_len)
+    keep = persistent_bytes(arch, args.max_model_len)
     act = max(fwd, samp + tokens * arch.hidden_size * 2.0) + keep
     nt = consts.non_torch_base_bytes + consts.nccl_peer_bytes * peers(arch, plan)
-    graphs = 0.0
-    if settings.graph_estimate():
-        graphs = cudagraph_bytes(arch, plan, capture_sizes(seqs, tokens, rel, hw.gpu.sm), seqs)
+    graphs = cudagraph_bytes(arch, plan, list(args.cuda_graph_sizes), seqs) if args.profile_cuda_graphs else 0.0
     requested = cap * util
     return Budget(capacity=cap, utilization=util, requested=requested, weights=weights, sampler=samp,
                   forward=fwd, persistent=keep, activation=act, non_torch=nt, cudagraph=graphs,
@@ -190,12 +172,7 @@ def vllm_budget(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Sett
                   available_kv=requested - weights - act - nt - graphs)
 
 
-# TensorRT-LLM `llmapi/llm_args.py: CudaGraphConfig._generate_cuda_graph_batch_sizes` (max_batch_size 0 -> 128,
-# padding off): one decode graph per batch size 1-31, 32, 64, 128
-TRTLLM_GRAPH_SIZES = [*range(1, 32), 32, 64, 128]
-
-
-def trtllm_budget(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settings, weights: float,
+def trtllm_budget(arch: ModelArch, plan: Plan, hw: HardwareProfile, args: EngineArgs, weights: float,
                   consts: Constants = FITTED) -> Budget:
     """TensorRT-LLM's KV pool on one GPU (PyTorch backend): after a profile run of max_num_tokens prompt tokens
     (CUDA graphs captured before it), KV = free_gpu_memory_fraction x (device total - peak torch memory
@@ -203,58 +180,25 @@ def trtllm_budget(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Se
     (`_torch/pyexecutor/_util.py: KvCacheCreator.configure_kv_cache_capacity, _cal_max_memory`). The
     activation and non-torch terms are vLLM's estimates (`forward_bytes`, `Constants`) for the same forward."""
     cap = cuda_total(hw)
-    frac = settings.utilization()
-    fwd = forward_bytes(arch, plan, settings.batched_tokens(int(cap), hw.gpu.name))
+    frac = args.gpu_memory_utilization
+    fwd = forward_bytes(arch, plan, args.max_num_batched_tokens)
     pre = CUDA_CONTEXT_BYTES + NCCL_INIT_PEER_BYTES * peers(arch, plan)
     nt = consts.non_torch_base_bytes + consts.nccl_peer_bytes * peers(arch, plan)
-    graphs = 0.0 if settings.enforce_eager else \
-        forward_bytes(arch, plan, max(TRTLLM_GRAPH_SIZES)) + (len(TRTLLM_GRAPH_SIZES) - 1) * GRAPH_FLOOR_BYTES
+    sizes = args.cuda_graph_sizes  # captured before the profile run: outside torch's peak
+    graphs = forward_bytes(arch, plan, max(sizes)) + (len(sizes) - 1) * GRAPH_FLOOR_BYTES if sizes else 0.0
     available = frac * (cap - weights - fwd - pre - nt - graphs)
     return Budget(capacity=cap, utilization=frac, requested=cap - pre,
                   weights=weights, sampler=0.0, forward=fwd, persistent=0.0, activation=fwd, non_torch=nt,
                   cudagraph=graphs, pre_snapshot=pre, available_kv=available)
 
 
-def sglang_defaults(plan: Plan, gpu_mib: float) -> tuple[int, int]:
-    """(chunked_prefill_size, decode cuda_graph max_bs) by GPU memory (nvidia-smi MiB) and --tp-size
-    (sglang v0.5.23 `srt/arg_groups/memory_hook.py:handle_gpu_memory_settings`)."""
-    tp = plan.tp * plan.dp
-    for limit, cpf, small, large in ((20, 2048, 8, 8), (35, 4096, 48, 160), (60, 4096, 32, 160),
-                                     (90, 8192, 256, 512), (160, 8192, 256, 512)):
-        if gpu_mib < limit * 1024:
-            return cpf, small if tp < 4 else large
-    return 16384, 512
-
-
-def sglang_fraction(arch: ModelArch, plan: Plan, hw: HardwareProfile) -> float:
-    """Default --mem-fraction-static = round((gpu_mem - reserved) / gpu_mem, 3), reserved (MiB) = 512 +
-    1.5 max(chunked_prefill, 2048) + tp x pp / 8 x 1024 + decode max_bs x 2 (+ DP-attention terms) + prefill
-    graphs (8 MiB per capture size, 1.5 GiB for MLA), at least 10 GiB above 60 GiB (`memory_hook.py:
-    handle_gpu_memory_settings`, `reserve_for_graph_mb`, `cuda_graph_hook.py:
-    generate_prefill_cuda_graph_batch_sizes`; breakable prefill graphs are off by default with PP)."""
-    gpu = hw.gpu.memory_bytes / MiB  # `utils/common.py:get_device_memory_capacity`: nvidia-smi's total
-    cpf, max_bs = sglang_defaults(plan, gpu)
-    reserved = 512 + max(cpf, 2048) * 1.5 + plan.tp * plan.dp * plan.pp / 8 * 1024 + max_bs * 2
-    if plan.dp > 1:
-        reserved += max_bs * plan.dp * 3 + (max_bs * plan.dp * 1.5 if max_bs > 300 else 0)
-    if plan.pp == 1:
-        prefill_max = min(8192, cpf) if arch.attention == "mla" else cpf
-        sizes = [*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32), *range(576, 1025, 64),
-                 *range(1280, 4097, 256), *range(4608, prefill_max + 1, 512)]
-        reserved += 1536 if arch.attention == "mla" else 8 * sum(1 for s in sizes if s <= prefill_max)
-    if gpu > 60 * 1024:
-        reserved = max(reserved, 10 * 1024)
-    return round((gpu - reserved) / gpu, 3)
-
-
-def sglang_budget(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settings,
-                  weights: float) -> Budget:
+def sglang_budget(arch: ModelArch, plan: Plan, hw: HardwareProfile, args: EngineArgs, weights: float) -> Budget:
     """SGLang's KV pool on one GPU: free memory after loading - free memory before loading x (1 - fraction)
     = before x fraction - weights (`mem_cache/kv_cache_configurator.py:_profile_available_bytes`), with the
     memory free before loading = CUDA total - context - NCCL init. No profile run: activations, graphs and
     NCCL buffers live in the (1 - fraction) slack."""
     cap = cuda_total(hw)
-    frac = settings.gpu_memory_utilization or sglang_fraction(arch, plan, hw)
+    frac = args.gpu_memory_utilization
     n = plan.tp * plan.dp - 1 + min(plan.pp - 1, 2)
     before = CUDA_CONTEXT_BYTES + NCCL_INIT_PEER_BYTES * n
     requested = (cap - before) * frac

@@ -16,9 +16,9 @@ from advisor.arch.formats import bytes_per_param, compute_dtype
 from advisor.arch.model import ModelArch, WeightGroup
 from advisor.cost import kernels
 from advisor.cost.collectives import SLOTS, slot_rows, step_collectives
+from advisor.cost.engine_args import EngineArgs
 from advisor.cost.memory import MemoryFit, kv_elem_bytes
 from advisor.cost.plan import Plan
-from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile
 
 # GEMM calls per decoder layer the dense part issues (fused qkv + o; gate_up + down; MLA q_a/kv_a, q_b, kv_b,
@@ -97,7 +97,10 @@ class Features:
     coll_bytes: np.ndarray  # [P, S] message bytes per unit (token, sampled row, or the whole message)
     coll_group: np.ndarray  # [P, S] GPUs in the slot's group
     kv_room: np.ndarray  # KV cache bytes on one GPU (one PP stage of one DP rank)
-    num_seqs: np.ndarray  # max_num_seqs
+    num_seqs: np.ndarray  # max_num_seqs per DP rank (`EngineArgs`)
+    batched_tokens: np.ndarray  # the scheduler's token budget per step and DP rank (`EngineArgs`)
+    graph_max: np.ndarray  # the largest decode batch padded to a CUDA graph (0: no padding, `step.pad_tokens`)
+    sched_ahead: np.ndarray  # steps the scheduler prepares ahead of the GPU (`EngineArgs.scheduled_ahead`)
     spec_k: np.ndarray  # MTP tokens drafted per step (0: no speculation)
     spec_tokens: np.ndarray  # expected tokens per sequence per step (1 without speculation)
     fits: np.ndarray
@@ -132,21 +135,22 @@ class Features:
         return Features(**{f.name: getattr(self, f.name)[:, None, None] for f in fields(Features)})
 
 
-def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settings,
+def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, args: EngineArgs,
                   weights: tuple[WeightGroup, ...], mem: MemoryFit) -> dict[str, object]:
-    """One row of Features."""
+    """One row of Features, under the resolved engine arguments."""
     fp4 = "fp4" in hw.gpu.native_formats
     slots = slot_rows(step_collectives(arch, plan, weights))
-    b, _ = kv_elem_bytes(arch, settings, hw.gpu.sm or "")
+    b = kv_elem_bytes(args)
     return {
         "layers": arch.num_layers, "hidden": arch.hidden_size, "vocab": arch.vocab_size, "tp": plan.tp,
-        "pp": plan.pp, "dp": plan.dp, "ep": plan.ep, **_dense(arch, plan, hw, weights, fp4, settings.engine),
+        "pp": plan.pp, "dp": plan.dp, "ep": plan.ep, **_dense(arch, plan, hw, weights, fp4, args.engine),
         **_moe(arch, plan, hw, weights, fp4), **_attention(arch, plan, b, hw.gpu.sm or ""),
         "kv_full": arch.kv_bytes_per_token(plan.tp, b), "kv_win": arch.windowed_kv_bytes_per_token(plan.tp, b),
         "state_bytes": arch.state_bytes_per_seq(plan.tp), **_gdn(arch, plan),
         **{f"coll_{k}": [slots[s.name][j] for s in SLOTS] for j, k in enumerate(("calls", "bytes", "group"))},
-        "kv_room": max(mem.kv_cache_bytes, 0.0), "num_seqs": settings.num_seqs(hw.gpu.memory_bytes),
-        **_speculation(arch, settings),
+        "kv_room": max(mem.kv_cache_bytes, 0.0), "num_seqs": args.max_num_seqs,
+        "batched_tokens": args.max_num_batched_tokens, "graph_max": _padded_graphs(args),
+        "sched_ahead": args.scheduled_ahead, **_speculation(arch, args),
         "fits": float(mem.fits),
     }
 
@@ -202,9 +206,16 @@ def _moe(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[Weight
             "moe_t0_us": k["t0_us"], "moe_e_bw": k["e_bw"], "moe_e_f": k["e_f"], "moe_kappa": k["kappa_ns_per_B"]}
 
 
-def _speculation(arch: ModelArch, settings: Settings) -> dict[str, float]:
+def _padded_graphs(args: EngineArgs) -> int:
+    """The largest decode batch padded up to a captured CUDA graph (`EngineArgs.cuda_graph_sizes`): vLLM and SGLang
+    pad to the next capture size (`vllm/config/vllm.py:_set_cudagraph_sizes`, SGLang `cuda_graph_runner.py`);
+    TensorRT-LLM's benchmark recipes turn its padding on (`CudaGraphConfig.enable_padding`)."""
+    return args.cuda_graph_max
+
+
+def _speculation(arch: ModelArch, settings: EngineArgs) -> dict[str, float]:
     """MTP speculation of this case (`cost/speculative.py`): off without MTP heads or a known acceptance; a
-    measured acceptance length (`Settings.spec_accept_len`) is the tokens per step itself, at most k + 1."""
+    measured acceptance length (`EngineArgs.spec_accept_len`) is the tokens per step itself, at most k + 1."""
     from advisor.cost.speculative import acceptance_for, acceptance_length
 
     k = (settings.speculative_tokens or arch.mtp_layers) if settings.speculative and arch.mtp_layers else 0

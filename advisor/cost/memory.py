@@ -18,9 +18,9 @@ from pydantic import BaseModel, ConfigDict
 
 from advisor.arch.model import ModelArch, WeightGroup, token_kv_bytes
 from advisor.cost.budget import FITTED, Budget, Constants, sglang_budget, trtllm_budget, vllm_budget
+from advisor.cost.engine_args import EngineArgs
 from advisor.cost.plan import Plan
 from advisor.cost.weights import weights_per_gpu
-from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile
 
 GiB = 2**30
@@ -56,22 +56,9 @@ class MemoryFit(BaseModel):
     budget: Budget
 
 
-def kv_elem_bytes(arch: ModelArch, settings: Settings, sm: str) -> tuple[float, str]:
-    """KV element size: `auto` -> the checkpoint's (ModelOpt FP8-KV checkpoints resolve to fp8,
-    `engine/arg_utils.py:resolve_kv_cache_dtype_string`), else the flag. SGLang stores a DSA model's cache
-    (DeepSeek-V3.2, GLM-5) in FP8 on compute capability 10 and above under `auto` (v0.5.5-v0.5.10
-    `server_args.py: _set_default_nsa_kv_cache_dtype`: "fp8_e4m3" if major >= 10 else "bfloat16")."""
-    dtype = arch.kv_dtype if settings.kv_cache_dtype == "auto" else settings.kv_cache_dtype
-    if settings.kv_cache_dtype == "auto" and settings.engine == "sglang" and sm_major(sm) >= 10 \
-            and any(g.index_topk for g in arch.attn_groups):
-        dtype = "fp8"
-    return (1.0 if dtype == "fp8" else 2.0), dtype
-
-
-def sm_major(sm: str) -> int:
-    """Compute capability major of an `smXY(Z)` name ("sm90" -> 9, "sm103" -> 10, "sm120" -> 12); 0 if unknown."""
-    digits = sm.removeprefix("sm")
-    return int(digits[:-1]) if digits.isdigit() and len(digits) >= 2 else 0
+def kv_elem_bytes(args: EngineArgs) -> float:
+    """Bytes per KV element of the resolved cache dtype (`cost/engine_args.py: kv_dtype_for`)."""
+    return 1.0 if args.kv_cache_dtype == "fp8" else 2.0
 
 
 class KvLayout(BaseModel):
@@ -194,39 +181,38 @@ def spec_acceptance_known(model: str, given: float | None) -> bool:
     return acceptance_for(model, given)[0] is not None
 
 
-def memory_fit(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settings,
+def memory_fit(arch: ModelArch, plan: Plan, hw: HardwareProfile, args: EngineArgs,
                weights: tuple[WeightGroup, ...], consts: Constants = FITTED) -> MemoryFit:
-    """One GPU's memory at `plan`, as the settings' engine release accounts it and prints it at start-up
+    """One GPU's memory at `plan`, as the resolved engine arguments' release accounts it and prints it at start-up
     (`consts`: the budget's fitted constants; other values only to validate them)."""
     w = weights_per_gpu(weights, plan)
     # the drafter's MTP layers, sharded like a layer (TP), when speculation is on for this model
-    if settings.speculative and arch.mtp_layers and spec_acceptance_known(arch.model, settings.spec_acceptance):
+    if args.speculative and arch.mtp_layers and spec_acceptance_known(arch.model, args.spec_acceptance):
         w += arch.mtp_bytes / plan.tp
-    model_len = settings.model_len(arch.max_context)
-    rel = settings.release()
-    if settings.engine == "sglang":
-        budget = sglang_budget(arch, plan, hw, settings, w)
-    elif settings.engine == "trtllm":
-        budget = trtllm_budget(arch, plan, hw, settings, w, consts)
+    model_len = args.max_model_len
+    if args.engine == "sglang":
+        budget = sglang_budget(arch, plan, hw, args, w)
+    elif args.engine == "trtllm":
+        budget = trtllm_budget(arch, plan, hw, args, w, consts)
     else:
-        budget = vllm_budget(arch, plan, hw, settings, w, model_len, consts)
-    b, dtype = kv_elem_bytes(arch, settings, hw.gpu.sm or "")
-    layout = kv_layout(arch, plan, b, model_len, settings.batched_tokens(int(budget.capacity), hw.gpu.name))
-    if settings.engine == "sglang":
+        budget = vllm_budget(arch, plan, hw, args, w, consts)
+    b = kv_elem_bytes(args)
+    layout = kv_layout(arch, plan, b, model_len, args.max_num_batched_tokens)
+    if args.engine == "sglang":
         blocks, tokens, conc = sglang_counts(arch, plan, b, budget.available_kv, model_len)
         layout = layout.model_copy(update={"block_size": 1})
     else:
-        blocks, tokens, conc = log_counts(layout, budget.available_kv, model_len, rel.printed)
-    reason = no_fit_reason(budget, settings.engine, model_len, tokens, conc)
+        blocks, tokens, conc = log_counts(layout, budget.available_kv, model_len, args.engine_release().printed)
+    reason = no_fit_reason(budget, args.engine, model_len, tokens, conc)
     runs = reason is None
     return MemoryFit(
         fits=runs, reason=reason, weights_bytes=w, kv_cache_bytes=max(budget.available_kv, 0.0),
         activation_bytes=budget.activation, overhead_bytes=budget.non_torch + budget.cudagraph,
         capacity_bytes=budget.capacity, budget_bytes=budget.requested,
         kv_cache_tokens=tokens * plan.dp, max_concurrency=int(conc) * plan.dp,
-        max_model_len=model_len, kv_dtype=dtype,
-        kv_bytes_per_token=arch.kv_bytes_per_token(plan.tp, b) / plan.pp, engine=settings.engine,
-        engine_version=rel.name, available_kv_bytes=budget.available_kv, gpu_kv_cache_tokens=tokens,
+        max_model_len=model_len, kv_dtype=args.kv_cache_dtype,
+        kv_bytes_per_token=arch.kv_bytes_per_token(plan.tp, b) / plan.pp, engine=args.engine,
+        engine_version=args.release, available_kv_bytes=budget.available_kv, gpu_kv_cache_tokens=tokens,
         concurrency=conc, block_size=layout.block_size, num_blocks=blocks, budget=budget)
 
 

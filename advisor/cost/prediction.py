@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from advisor.cost.engine_args import EngineArgs
 from advisor.cost.plan import Plan
 
 BREAKDOWN = ("weights", "kv", "compute", "comm", "overhead")
@@ -97,6 +98,8 @@ class FitResult(_Doc):
     kv_bytes_per_token_per_gpu: float | None
     weight_dtype: str
     startup_log: StartupLog | None = None
+    # the engine's configuration the memory, the timing and the printed command all assumed (`cost/engine_args.py`)
+    engine_args: EngineArgs | None = None
 
 
 class Prediction(FitResult):

@@ -117,16 +117,16 @@ class Scheduler:
     admitted only with KV room for its whole output (`reserves_output`)."""
 
     mixed: bool
-    budget: float
+    budget: np.ndarray | float  # tokens per step and DP rank (`EngineArgs.max_num_batched_tokens`), per case
     reserves_output: bool = False
 
 
-def scheduler(engine: str, budget: float) -> Scheduler:
+def scheduler(engine: str, budget: np.ndarray | float) -> Scheduler:
     """SGLang runs prefill and decode in separate steps; vLLM V1 and TensorRT-LLM mix them. TensorRT-LLM's
     default capacity policy, GUARANTEED_NO_EVICT, reserves every running request's blocks to completion
     (`cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp: GuaranteedNoEvictScheduler`,
     `KVCacheManager::getRemainingBlocksToCompletion`; `commands/serve.py` sets that policy)."""
-    return Scheduler(mixed=engine != "sglang", budget=float(budget), reserves_output=engine == "trtllm")
+    return Scheduler(mixed=engine != "sglang", budget=np.asarray(budget, float), reserves_output=engine == "trtllm")
 
 
 def wave_share(fitted: float, sched: Scheduler, fixed_lengths: np.ndarray | bool) -> np.ndarray:

@@ -31,9 +31,6 @@ from advisor.hardware import HardwareProfile
 
 Comm = Callable[[str, np.ndarray, int], np.ndarray]  # (op, bytes, group size) -> seconds
 BREAKDOWN = ("weights", "kv", "compute", "comm", "overhead")
-# Largest CUDA graph vLLM captures by default: min(2 * max_num_seqs, 512) (`vllm/config/vllm.py:
-# _set_cudagraph_sizes`); bigger batches run eagerly, unpadded.
-MAX_CAPTURE_TOKENS = 512
 SHARED_STREAM_TOKENS = 256  # vLLM's VLLM_SHARED_EXPERTS_STREAM_TOKEN_THRESHOLD default (`vllm/envs.py`)
 
 
@@ -54,13 +51,14 @@ def comm_fn(hw: HardwareProfile, engine: str) -> Comm:
     return f
 
 
-def pad_tokens(t: np.ndarray) -> np.ndarray:
-    """CUDA-graph padding: capture sizes [1, 2, 4] + range(8, 256, 8) + range(256, 513, 16)
-    (`vllm/config/vllm.py:_set_cudagraph_sizes`); none above the largest capture size."""
+def pad_tokens(t: np.ndarray, graph_max: np.ndarray | float) -> np.ndarray:
+    """CUDA-graph padding: capture sizes [1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16)
+    (`vllm/config/vllm.py:_set_cudagraph_sizes`); none above the largest captured batch `graph_max` (the
+    resolved engine's, `Features.graph_max`: bigger batches run eagerly, unpadded)."""
     t = np.maximum(t, 1.0)
     small = 2.0 ** np.ceil(np.log2(t))
     padded = np.where(t <= 4, small, np.where(t < 256, np.ceil(t / 8) * 8, np.ceil(t / 16) * 16))
-    return np.where(t > MAX_CAPTURE_TOKENS, t, padded)
+    return np.where(t > graph_max, t, padded)
 
 
 def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: np.ndarray, ctx: np.ndarray,
@@ -71,7 +69,7 @@ def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: n
     against the features ([P] or [P, 1, 1])."""
     bw = hw.gpu.mem_bw_bytes_per_s * terms.bw_scale
     peak16 = hw.gpu.dense_flops_per_s("bf16")
-    tokens = pad_tokens(dec * q + pre)  # q: positions per decoding sequence (k + 1 when verifying drafts)
+    tokens = pad_tokens(dec * q + pre, F.graph_max)  # q: positions per decoding sequence (k + 1 when verifying drafts)
     parts_w, parts_c, fixed = _gemms(F, bw, tokens)
     moe_w, moe_c, moe_fixed = _moe(F, bw, tokens * F.dp)
     kv, attn_fixed = _decode_attention(F, bw, peak16, dec, ctx, q)

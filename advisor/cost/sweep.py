@@ -10,6 +10,7 @@ import numpy as np
 
 from advisor.arch.model import ModelArch, WeightGroup, headline_dtype
 from advisor.cost.collectives import Collective, allreduce_summary, step_collectives
+from advisor.cost.engine_args import EngineArgs, resolve
 from advisor.cost.features import Features, plan_features
 from advisor.cost.memory import MemoryFit, memory_fit, startup_lines
 from advisor.cost.plan import Plan, candidate_plans, invalid_reason
@@ -23,6 +24,7 @@ from advisor.cost.prediction import (
     StartupLog,
     Workload,
 )
+from advisor.cost.serving import RunOptions
 from advisor.cost.terms import Terms
 from advisor.cost.timing import predict
 from advisor.cost.weights import requantize
@@ -40,18 +42,18 @@ class Case:
     weights: tuple[WeightGroup, ...]
     invalid: str | None
     memory: MemoryFit | None
+    hw: HardwareProfile
+    args: EngineArgs  # the engine's configuration for this plan, every default resolved once
     source: str = ""
-    # plan_features per (hardware, settings), flattened (`Features.flat`): per-case Python work done once
-    _features: dict[tuple[str, Settings], np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+    # plan_features, flattened (`Features.flat`): per-case Python work done once
+    _features: list[np.ndarray] = field(default_factory=list, compare=False, repr=False)
 
-    def features(self, hw: HardwareProfile, settings: Settings) -> np.ndarray:
-        """One row of `Features` for this case on `hw` under `settings`, as `Features.flat` (cached)."""
-        key = (hw.id, settings)  # Settings is frozen: hashed by its fields (once per call: a sweep asks ~700 cases)
-        flat = self._features.get(key)
-        if flat is None:
-            row = plan_features(self.arch, self.plan, hw, settings, self.weights, _memory(self))
-            flat = self._features[key] = Features.flat(row)
-        return flat
+    def features(self) -> np.ndarray:
+        """One row of `Features` for this case, as `Features.flat` (cached)."""
+        if not self._features:
+            row = plan_features(self.arch, self.plan, self.hw, self.args, self.weights, _memory(self))
+            self._features.append(Features.flat(row))
+        return self._features[0]
 
     @property
     def runs(self) -> bool:
@@ -77,13 +79,14 @@ def make_case(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settin
     n = node_gpus(hw, gpus)
     weights = requantize(arch, settings.weight_dtype, settings.engine)
     invalid = invalid_reason(arch, plan, n, weights, settings.engine, hw.gpu.sm or "")
+    args = resolve(settings, arch, plan, hw)
     # memory of a plan the engine cannot even form (vLLM/SGLang: EP other than TP x DP) is undefined: reason only;
     # TensorRT-LLM forms moe_tp x moe_ep = TP x DP (`Plan.moe_tp`)
     formable = plan.ep in (1, plan.tp * plan.dp) or (settings.engine == "trtllm" and invalid is None)
-    mem = memory_fit(arch, plan, hw, settings, weights) if plan.gpus <= n and formable else None
-    case = Case(arch=arch, plan=plan, weights=weights, invalid=invalid, memory=mem, source=source)
+    mem = memory_fit(arch, plan, hw, args, weights) if plan.gpus <= n and formable else None
+    case = Case(arch=arch, plan=plan, weights=weights, invalid=invalid, memory=mem, hw=hw, args=args, source=source)
     if case.runs:
-        case.features(hw, settings)
+        case.features()
     return case
 
 
@@ -120,7 +123,7 @@ def _fit_fields(case: Case, hw: HardwareProfile) -> dict[str, Any]:
             "max_concurrency": mem.max_concurrency if mem and case.runs else 0,
             "max_model_len": mem.max_model_len if mem else None, "kv_cache_dtype": mem.kv_dtype if mem else None,
             "kv_bytes_per_token_per_gpu": mem.kv_bytes_per_token if mem else None,
-            "weight_dtype": headline_dtype(case.weights), "startup_log": log}
+            "weight_dtype": headline_dtype(case.weights), "startup_log": log, "engine_args": case.args}
 
 
 def not_running(case: Case, hw: HardwareProfile, workload: Workload, calibrated: dict[str, Any]) -> Prediction:
@@ -134,6 +137,11 @@ def collective_docs(collectives: tuple[Collective, ...]) -> list[CollectiveDoc]:
                           per=per[c.slot.scales_with]) for c in collectives]
 
 
+# the engine flag that caps the running batch (`EngineArgs.max_num_seqs`)
+SEQ_LIMIT = {"vllm": "vLLM's max_num_seqs", "sglang": "SGLang's max_running_requests",
+             "trtllm": "TensorRT-LLM's max_batch_size"}
+
+
 @dataclass(frozen=True)
 class Sweep:
     """Runnable cases x concurrency [C] x paired lengths [L], evaluated once; arrays [P, C, L] are read-only."""
@@ -145,8 +153,6 @@ class Sweep:
     output_len: np.ndarray
     out: dict[str, np.ndarray]
     calibrated: dict[str, Any]
-    settings: Settings  # the engine settings the evaluation ran under
-    num_seqs: int = 0  # the engine's max_num_seqs per DP rank the evaluation assumed
 
     def series(self, name: str, i: int, k: int = 0) -> np.ndarray:
         """One result over the concurrency grid for case i at length index k."""
@@ -190,13 +196,13 @@ class Sweep:
     def _speculation(self, case: Case) -> dict[str, Any]:
         """The MTP drafts a step of this case verifies, the tokens a sequence gains per step (its acceptance length)
         and where the acceptance comes from (`cost/speculative.py`); nothing when speculation is off."""
-        feats = Features.from_flat(case.features(self.hw, self.settings)[None, :])
+        feats = Features.from_flat(case.features()[None, :])
         if not feats.spec_k[0]:
             return {}
         from advisor.cost.speculative import acceptance_for
 
         return {"spec_tokens": int(feats.spec_k[0]), "tokens_per_step": float(feats.spec_tokens[0]),
-                "spec_acceptance_source": acceptance_for(case.arch.model, self.settings.spec_acceptance)[1]}
+                "spec_acceptance_source": acceptance_for(case.arch.model, case.args.spec_acceptance)[1]}
 
 
     def _queueing(self, i: int, users: int, running: int, k: int) -> dict[str, Any]:
@@ -208,7 +214,8 @@ class Sweep:
         dp = self.cases[i].plan.dp
         per_rank = -(-running // dp)
         seq = int(self.input_len[k] + self.output_len[k] / 2)  # paged: prompt + half the output on average
-        limit = (f"vLLM's max_num_seqs {self.num_seqs} per DP rank" if self.num_seqs and per_rank >= self.num_seqs
+        seqs = self.cases[i].args.max_num_seqs
+        limit = (f"{SEQ_LIMIT[self.cases[i].args.engine]} {seqs} per DP rank" if per_rank >= seqs
                  else f"KV cache room for {per_rank:,} sequences of {seq:,} tokens on average (prompt + output so "
                       "far, paged) per DP rank")
         return {"queued_requests": queued,
@@ -216,18 +223,20 @@ class Sweep:
                             "so TTFT includes the wait and tok/s per user counts decoding only"}
 
 
-def evaluate(cases: list[Case], hw: HardwareProfile, settings: Settings, terms: Terms, concurrency: np.ndarray,
-             input_len: np.ndarray, output_len: np.ndarray, calibrated: dict[str, Any] | None = None) -> Sweep:
-    """One vectorised evaluation of runnable `cases` x `concurrency` x paired (input_len, output_len)."""
-    features = Features.from_flat(np.stack([c.features(hw, settings) for c in cases]))
+def evaluate(cases: list[Case], terms: Terms, concurrency: np.ndarray, input_len: np.ndarray,
+             output_len: np.ndarray, calibrated: dict[str, Any] | None = None) -> Sweep:
+    """One vectorised evaluation of runnable `cases` (one hardware profile and engine) x `concurrency` x paired
+    (input_len, output_len), each case under its own resolved engine arguments (`Case.args`)."""
+    hw, engine = cases[0].hw, cases[0].args.engine
+    assert all(c.hw is hw and c.args.engine == engine for c in cases), "one hardware profile and engine per sweep"
+    grid = Features.from_flat(np.stack([c.features() for c in cases])).grid()
     conc = np.asarray(concurrency, float)
     inp, outp = np.asarray(input_len, float), np.asarray(output_len, float)
-    out = predict(features.grid(), hw, terms, settings.engine, settings.batched_tokens(hw.gpu.memory_bytes),
-                  conc[None, :, None], inp[None, None, :], outp[None, None, :])
+    out = predict(grid, hw, terms, engine, conc[None, :, None], inp[None, None, :],
+                  outp[None, None, :], options=RunOptions(scheduled_ahead=grid.sched_ahead))
     frozen = {k: _readonly(v) for k, v in out.items()}
     return Sweep(cases=tuple(cases), hw=hw, concurrency=_readonly(conc), input_len=_readonly(inp),
-                 output_len=_readonly(outp), out=frozen, calibrated=calibrated or {"how": "none", "rows": 0},
-                 settings=settings, num_seqs=settings.num_seqs(hw.gpu.memory_bytes))
+                 output_len=_readonly(outp), out=frozen, calibrated=calibrated or {"how": "none", "rows": 0})
 
 
 def _memory(case: Case) -> MemoryFit:

@@ -12,7 +12,7 @@ from advisor.cost.terms import Terms
 from advisor.hardware import HardwareProfile
 
 
-def predict(F: Features, hw: HardwareProfile, terms: Terms, engine: str, budget: float, concurrency: np.ndarray,
+def predict(F: Features, hw: HardwareProfile, terms: Terms, engine: str, concurrency: np.ndarray,
             input_len: np.ndarray, output_len: np.ndarray, benchmark: bool = False,
             fixed_lengths: np.ndarray | bool = False, options: RunOptions = RunOptions()) -> dict[str, np.ndarray]:
     """TTFT, TPOT, tok/s, running requests and the step breakdown (arrays broadcast to [P, C, L]); `benchmark`:
@@ -35,6 +35,6 @@ def predict(F: Features, hw: HardwareProfile, terms: Terms, engine: str, budget:
         out["total"] = out["total"] + draft
         return out
 
-    sched = scheduler(engine, budget)
+    sched = scheduler(engine, F.batched_tokens)  # the resolved token budget per step (`EngineArgs`)
     share = wave_share(terms.bench_wave_share, sched, fixed_lengths) if benchmark else 0.0
     return serve(F, terms, step, sched, concurrency, input_len, output_len, share, options)

@@ -20,9 +20,7 @@ import numpy as np
 
 from advisor.cost.sweep import Case, Sweep, evaluate
 from advisor.cost.terms import Terms
-from advisor.cost.workload import Settings
 from advisor.decide.query import Query
-from advisor.hardware import HardwareProfile
 
 SECONDS_PER_HOUR = 3600.0
 JOULES_PER_KWH = 3.6e6
@@ -42,8 +40,7 @@ def over_limits(tpot_s: np.ndarray, ttft_s: np.ndarray, q: Query) -> tuple[np.nd
     return tp, tt
 
 
-def slo_capacity(sweep: Sweep, i: int, q: Query, case: Case, hw: HardwareProfile, settings: Settings,
-                 terms: Terms) -> SloCapacity:
+def slo_capacity(sweep: Sweep, i: int, q: Query, case: Case, terms: Terms) -> SloCapacity:
     """Users at the SLO for case i of the sweep (its grid brackets the answer; the bracket is then resolved)."""
     grid = sweep.concurrency
     o = sweep.out
@@ -56,7 +53,7 @@ def slo_capacity(sweep: Sweep, i: int, q: Query, case: Case, hw: HardwareProfile
     lo = int(grid[first_bad - 1]) if first_bad > 0 else 0
     hi = int(grid[first_bad])
     users = np.arange(max(lo, 1), hi + 1, dtype=float)
-    fine = evaluate([case], hw, settings, terms, users, sweep.input_len[:1], sweep.output_len[:1]).out
+    fine = evaluate([case], terms, users, sweep.input_len[:1], sweep.output_len[:1]).out
     ftp, ftt = over_limits(fine["tpot_s"][0, :, 0], fine["ttft_s"][0, :, 0], q)
     waits = fine["running"][0, :, 0] < users
     good = (np.maximum(ftp, ftt) <= 1) & ~waits

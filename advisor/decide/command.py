@@ -23,11 +23,12 @@ vLLM flags: `vllm/engine/arg_utils.py` (EngineArgs); SGLang flags: `python/sglan
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import shlex
+from dataclasses import dataclass, field
 
 from advisor.arch.formats import compute_dtype, short_name
+from advisor.cost.engine_args import EngineArgs
 from advisor.cost.plan import Plan
-from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile
 from advisor.hardware.placement import pick_gpus
 
@@ -36,71 +37,108 @@ ONLINE: dict[str, dict[str, str]] = {"vllm": {"fp8": "fp8"}, "sglang": {"fp8": "
                                      "trtllm": {}}
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 _NAMES = {"bf16": "BF16", "fp8": "FP8", "nvfp4": "NVFP4", "mxfp4": "MXFP4", "int4": "INT4"}
+TRTLLM_OPTIONS_FILE = "extra_llm_api_options.yaml"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One process of a deployment: its role ("server"; clusters and disaggregated pools add theirs), the node
+    and GPUs it runs on, its environment and its argument vector. `line` is the POSIX-shell line that runs it,
+    every argument quoted (`shlex.quote`), safe to paste whatever the model path holds."""
+
+    role: str
+    node: int
+    gpus: tuple[int, ...]
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    files: tuple[tuple[str, str], ...] = ()  # (name, content) the command reads, written first by `line`
+
+    @property
+    def line(self) -> str:
+        write = [f"printf '%s\\n' {shlex.join(text.splitlines())} > {shlex.quote(name)} &&"
+                 for name, text in self.files]
+        env = [f"{k}={shlex.quote(v)}" for k, v in self.env]
+        return " ".join([*write, *env, shlex.join(self.argv)])
+
+    def doc(self) -> dict[str, object]:
+        """The JSON shape of one command of a deployment (`RankedPlan.commands`)."""
+        return {"role": self.role, "node": self.node, "gpus": list(self.gpus), "env": dict(self.env),
+                "files": dict(self.files), "argv": list(self.argv), "line": self.line}
 
 
 @dataclass(frozen=True)
 class ServeCommand:
-    """The command line, and notes on what it needs beyond it (empty when the command is all it takes)."""
+    """The deployment's commands, and notes on what it needs beyond them (empty when they are all it takes)."""
 
-    command: str
-    notes: tuple[str, ...] = ()
+    launches: tuple[Launch, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def command(self) -> str:
+        """Every command's pasteable line, one per line."""
+        return "\n".join(launch.line for launch in self.launches)
 
 
 @dataclass(frozen=True)
 class Serving:
-    """What the prediction assumed about the engine: the values the printed command must pass."""
+    """What the printed command serves: the model reference, the plan, and facts of the checkpoint."""
 
     model: str
     plan: Plan
-    max_model_len: int
-    kv_dtype: str  # "bf16" | "fp8": the KV cache the prediction sized
     checkpoint_dtype: str  # the checkpoint's own headline weight format (short name)
     remote_code: bool  # config.json declares auto_map
-    memory_fraction: float  # vLLM --gpu-memory-utilization, SGLang --mem-fraction-static, TensorRT-LLM's KV fraction
     moe_only_groups: bool = False  # the only linear groups --weight-dtype converts are routed experts
     moe: bool = False
     spec_tokens: int = 0  # MTP tokens drafted per step the prediction assumed (0: no speculation)
 
 
-def serve_command(s: Serving, hw: HardwareProfile, settings: Settings) -> ServeCommand:
-    """The engine command for `s`, every flag that shaped the prediction explicit, plus its notes."""
-    quant, notes = quantization(settings.engine, settings.weight_dtype, s, hw)
-    env = ""
+def serve_command(s: Serving, hw: HardwareProfile, args: EngineArgs) -> ServeCommand:
+    """The engine command for `s` under the resolved engine arguments, every value that shaped the prediction
+    explicit, plus its notes."""
+    quant, notes = quantization(args.engine, args.weight_dtype, s, hw)
+    gpus = tuple(range(s.plan.gpus))
+    env: tuple[tuple[str, str], ...] = ()
     if s.plan.gpus < hw.topology.num_gpus:
-        env = "CUDA_VISIBLE_DEVICES=" + ",".join(str(g) for g in pick_gpus(hw, s.plan.gpus)) + " "
-    build = {"sglang": _sglang, "trtllm": _trtllm}.get(settings.engine, _vllm)
-    parts = build(s, settings, hw.gpu.memory_bytes, quant)
+        gpus = tuple(pick_gpus(hw, s.plan.gpus))
+        env = (("CUDA_VISIBLE_DEVICES", ",".join(str(g) for g in gpus)),)
+    build = {"sglang": _sglang, "trtllm": _trtllm}.get(args.engine, _vllm)
+    argv, files = build(s, args, quant)
     if s.remote_code:
         # the config names Hub code (auto_map); vLLM forces it off for model types it registers itself
         # (`vllm/transformers_utils/config.py: _CONFIG_REGISTRY`), SGLang and TensorRT-LLM default it to False
-        parts.append("--trust_remote_code" if settings.engine == "trtllm" else "--trust-remote-code")
-    return ServeCommand(env + " ".join(parts), tuple(notes))
+        argv.append("--trust_remote_code" if args.engine == "trtllm" else "--trust-remote-code")
+    return ServeCommand((Launch("server", 0, gpus, tuple(argv), env, files),), tuple(notes))
 
 
-def _vllm(s: Serving, settings: Settings, gpu_bytes: int, quant: str | None) -> list[str]:
+def _kv_share(args: EngineArgs) -> str:
+    return f"{args.gpu_memory_utilization:g}"
+
+
+def _vllm(s: Serving, args: EngineArgs, quant: str | None) -> tuple[list[str], tuple[tuple[str, str], ...]]:
     """`vllm serve`: parallel sizes, context, memory share, KV dtype (`vllm/config/cache.py: CacheDType`), the
     scheduler limits the prediction assumed per DP rank (max_num_seqs, max_num_batched_tokens:
-    `vllm/engine/arg_utils.py: _get_default_max_num_seqs_and_batched_tokens`)."""
+    `vllm/engine/arg_utils.py: EngineArgs._set_default_args`)."""
     p = s.plan
-    parts = [f"vllm serve {s.model}", f"--tensor-parallel-size {p.tp}"]
+    argv = ["vllm", "serve", s.model, "--tensor-parallel-size", str(p.tp)]
     if p.pp > 1:
-        parts.append(f"--pipeline-parallel-size {p.pp}")
+        argv += ["--pipeline-parallel-size", str(p.pp)]
     if p.dp > 1:
-        parts.append(f"--data-parallel-size {p.dp}")
+        argv += ["--data-parallel-size", str(p.dp)]
     if p.ep > 1:
-        parts.append("--enable-expert-parallel")  # EP = TP x DP (`FusedMoEParallelConfig.make`)
+        argv.append("--enable-expert-parallel")  # EP = TP x DP (`FusedMoEParallelConfig.make`)
     if quant:
-        parts.append(f"--quantization {quant}")
-    parts += [f"--max-model-len {s.max_model_len}", f"--gpu-memory-utilization {s.memory_fraction:g}",
-              f"--kv-cache-dtype {'fp8' if s.kv_dtype == 'fp8' else 'bfloat16'}",
-              f"--max-num-seqs {settings.num_seqs(gpu_bytes)}",
-              f"--max-num-batched-tokens {settings.batched_tokens(gpu_bytes)}"]
+        argv += ["--quantization", quant]
+    argv += ["--max-model-len", str(args.max_model_len), "--gpu-memory-utilization", _kv_share(args),
+             "--kv-cache-dtype", "fp8" if args.kv_cache_dtype == "fp8" else "bfloat16",
+             "--max-num-seqs", str(args.max_num_seqs), "--max-num-batched-tokens", str(args.max_num_batched_tokens)]
+    if args.enforce_eager:
+        argv.append("--enforce-eager")
     if s.spec_tokens:  # the checkpoint's MTP heads as drafter (`vllm/config/speculative.py: SpeculativeConfig`)
-        parts.append(f"--speculative-config '{{\"method\": \"mtp\", \"num_speculative_tokens\": {s.spec_tokens}}}'")
-    return parts
+        argv += ["--speculative-config", f'{{"method": "mtp", "num_speculative_tokens": {s.spec_tokens}}}']
+    return argv, ()
 
 
-def _sglang(s: Serving, settings: Settings, gpu_bytes: int, quant: str | None) -> list[str]:
+def _sglang(s: Serving, args: EngineArgs, quant: str | None) -> tuple[list[str], tuple[tuple[str, str], ...]]:
     """`python -m sglang.launch_server`: `--tp-size` counts every GPU of the engine and DP attention splits it
     (`python/sglang/srt/layers/dp_attention.py: compute_dp_attention_world_info`); `--max-running-requests` and
     `--chunked-prefill-size` are divided by the DP size (`mem_cache/kv_cache_configurator.py:
@@ -108,48 +146,51 @@ def _sglang(s: Serving, settings: Settings, gpu_bytes: int, quant: str | None) -
     prediction assumed times DP; `--mem-fraction-static` is the memory share; KV dtype names from
     `server_args.py` (`fp8_e4m3`, `bf16`)."""
     p = s.plan
-    parts = [f"python -m sglang.launch_server --model-path {s.model}", f"--tp-size {p.tp * p.dp}"]
+    argv = ["python", "-m", "sglang.launch_server", "--model-path", s.model, "--tp-size", str(p.tp * p.dp)]
     if p.dp > 1:
-        parts += [f"--dp-size {p.dp}", "--enable-dp-attention"]
+        argv += ["--dp-size", str(p.dp), "--enable-dp-attention"]
     if p.ep > 1:
-        parts.append(f"--ep-size {p.ep}")
+        argv += ["--ep-size", str(p.ep)]
     if p.pp > 1:
-        parts.append(f"--pp-size {p.pp}")
+        argv += ["--pp-size", str(p.pp)]
     if quant:
-        parts.append(f"--quantization {quant}")
-    parts += [f"--context-length {s.max_model_len}", f"--mem-fraction-static {s.memory_fraction:g}",
-              f"--kv-cache-dtype {'fp8_e4m3' if s.kv_dtype == 'fp8' else 'bf16'}",
-              f"--max-running-requests {settings.num_seqs(gpu_bytes) * p.dp}",
-              f"--chunked-prefill-size {settings.batched_tokens(gpu_bytes) * p.dp}"]
+        argv += ["--quantization", quant]
+    argv += ["--context-length", str(args.max_model_len), "--mem-fraction-static", _kv_share(args),
+             "--kv-cache-dtype", "fp8_e4m3" if args.kv_cache_dtype == "fp8" else "bf16",
+             "--max-running-requests", str(args.max_num_seqs * p.dp),
+             "--chunked-prefill-size", str(args.max_num_batched_tokens * p.dp)]
+    if args.enforce_eager:
+        argv.append("--disable-cuda-graph")
     if s.spec_tokens:  # MTP drafts through SGLang's EAGLE path (`server_args.py: speculative_*`), one chain
-        parts += ["--speculative-algorithm EAGLE", f"--speculative-num-steps {s.spec_tokens}",
-                  "--speculative-eagle-topk 1", f"--speculative-num-draft-tokens {s.spec_tokens + 1}"]
-    return parts
+        argv += ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", str(s.spec_tokens),
+                 "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(s.spec_tokens + 1)]
+    return argv, ()
 
 
-def _trtllm(s: Serving, settings: Settings, gpu_bytes: int, quant: str | None) -> list[str]:
+def _trtllm(s: Serving, args: EngineArgs, quant: str | None) -> tuple[list[str], tuple[tuple[str, str], ...]]:
     """`trtllm-serve` (PyTorch backend): `--tp_size` counts every GPU of the engine and attention DP spans them
     (`enable_attention_dp`), `--ep_size` sets the MoE's expert-parallel size (its TP is the rest); the KV share,
-    `--max_batch_size` and `--max_num_tokens` the prediction assumed. Options without a flag go in the YAML of
-    `--extra_llm_api_options`, given inline; its `kv_cache_config` replaces the one the flags build (the merge
-    is shallow), so it restates the memory fraction."""
+    `--max_batch_size` and `--max_num_tokens` the prediction assumed. Options without a flag go in the YAML file
+    of `--extra_llm_api_options` (written by the same line); its `kv_cache_config` replaces the one the flags
+    build (the merge is shallow), so it restates the memory fraction."""
     p = s.plan
-    parts = [f"trtllm-serve {s.model}", "--backend pytorch", f"--tp_size {p.tp * p.dp}"]
+    argv = ["trtllm-serve", s.model, "--backend", "pytorch", "--tp_size", str(p.tp * p.dp)]
     if p.pp > 1:
-        parts.append(f"--pp_size {p.pp}")
+        argv += ["--pp_size", str(p.pp)]
     if p.ep > 1:
-        parts.append(f"--ep_size {p.ep}")
-    parts += [f"--max_seq_len {s.max_model_len}", f"--max_batch_size {settings.num_seqs(gpu_bytes)}",
-              f"--max_num_tokens {settings.batched_tokens(gpu_bytes)}",
-              f"--kv_cache_free_gpu_memory_fraction {s.memory_fraction:g}"]
+        argv += ["--ep_size", str(p.ep)]
+    argv += ["--max_seq_len", str(args.max_model_len), "--max_batch_size", str(args.max_num_seqs),
+             "--max_num_tokens", str(args.max_num_batched_tokens),
+             "--kv_cache_free_gpu_memory_fraction", _kv_share(args)]
     yaml = ["enable_attention_dp: true"] if p.dp > 1 else []
-    if s.kv_dtype == "fp8":
-        yaml += ["kv_cache_config:", "  dtype: fp8", f"  free_gpu_memory_fraction: {s.memory_fraction:g}"]
+    if args.kv_cache_dtype == "fp8":
+        yaml += ["kv_cache_config:", "  dtype: fp8", f"  free_gpu_memory_fraction: {_kv_share(args)}"]
     if s.spec_tokens:  # the checkpoint's MTP heads (`llm_args.py: MTPDecodingConfig`)
         yaml += ["speculative_config:", "  decoding_type: MTP", f"  num_nextn_predict_layers: {s.spec_tokens}"]
-    if yaml:
-        parts.append("--extra_llm_api_options <(printf '" + "\\n".join(yaml) + "\\n')")
-    return parts
+    if not yaml:
+        return argv, ()
+    argv += ["--extra_llm_api_options", TRTLLM_OPTIONS_FILE]
+    return argv, ((TRTLLM_OPTIONS_FILE, "\n".join(yaml) + "\n"),)
 
 
 def quantization(engine: str, wanted: str | None, s: Serving, hw: HardwareProfile) -> tuple[str | None, list[str]]:
