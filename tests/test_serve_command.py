@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -144,3 +145,12 @@ def test_trtllm_refuses_what_it_cannot_form(advisor) -> None:
     assert json.loads(advisor("predict", MINIMAX, "--tp", "4", "--json").out)["fits"]
     r = advisor("predict", MINIMAX, "--engine", "trtllm", "--engine-version", "0.33")
     assert r.code == 2 and "not a modelled trtllm release" in r.err and len(r.err.strip().splitlines()) == 1
+
+
+def test_a_config_file_is_not_what_the_engine_serves(advisor) -> None:
+    # no engine serves a config.json file: the command names its folder and says the weights must be there
+    ref = "tests/data/configs/Qwen--Qwen3-8B.json"
+    (d,) = _rank(advisor, ref)
+    argv = d["commands"][0]["argv"]
+    assert argv[:3] == ["vllm", "serve", str((Path(ref)).resolve().parent)] and ref not in argv
+    assert any(n.startswith(f"{ref} is a config file") for n in d["command_notes"])

@@ -24,7 +24,8 @@ vLLM flags: `vllm/engine/arg_utils.py` (EngineArgs); SGLang flags: `python/sglan
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from advisor.arch.formats import compute_dtype, short_name
 from advisor.cost.engine_args import EngineArgs
@@ -96,6 +97,10 @@ def serve_command(s: Serving, hw: HardwareProfile, args: EngineArgs) -> ServeCom
     """The engine command for `s` under the resolved engine arguments, every value that shaped the prediction
     explicit, plus its notes."""
     quant, notes = quantization(args.engine, args.weight_dtype, s, hw)
+    target, why = serve_target(s.model)
+    if why:
+        notes.append(why)
+    s = replace(s, model=target)
     gpus = tuple(range(s.plan.gpus))
     env: tuple[tuple[str, str], ...] = ()
     if s.plan.gpus < hw.topology.num_gpus:
@@ -108,6 +113,19 @@ def serve_command(s: Serving, hw: HardwareProfile, args: EngineArgs) -> ServeCom
         # (`vllm/transformers_utils/config.py: _CONFIG_REGISTRY`), SGLang and TensorRT-LLM default it to False
         argv.append("--trust_remote_code" if args.engine == "trtllm" else "--trust-remote-code")
     return ServeCommand((Launch("server", 0, gpus, tuple(argv), env, files),), tuple(notes))
+
+
+def serve_target(reference: str) -> tuple[str, str | None]:
+    """What the engine serves for a model reference: a Hub id or a checkpoint folder as given; for a config file
+    (which no engine serves) its folder, with a note unless that folder holds weights (`*.safetensors`)."""
+    path = Path(reference)
+    if not path.is_file():
+        return reference, None
+    folder = path.resolve().parent
+    if (folder / "config.json").is_file() and any(folder.glob("*.safetensors")):
+        return str(folder), None
+    return str(folder), (f"{reference} is a config file: the command serves its folder, which holds no weights; "
+                         "put the checkpoint's folder or Hub id in its place")
 
 
 def _kv_share(args: EngineArgs) -> str:
