@@ -110,8 +110,29 @@ class LinkSpec(_Frozen):
     source: str = Source
 
 
+class Fabric(_Frozen):
+    """A scale-out network joining nodes: `nics_per_node` NICs of `nic_gbps` each (GB/s per NIC per direction:
+    400 Gb/s NDR = 50 GB/s), GPUDirect RDMA (NIC reads GPU memory) or staged through host memory, and the
+    one-way latency of a small message between nodes. `advisor.hardware.cluster.Cluster` uses it."""
+
+    id: str = Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    name: str
+    kind: Literal["infiniband", "roce", "ethernet"]
+    nics_per_node: PositiveInt
+    nic_gbps: PositiveFloat
+    gpudirect_rdma: bool
+    latency_us: NonNegativeFloat
+    source: str = Source
+
+    @property
+    def node_gbps(self) -> float:
+        """GB/s one node can send (or receive) over all its NICs at once."""
+        return self.nics_per_node * self.nic_gbps
+
+
 class Topology(_Frozen):
-    """GPUs of one node and how they connect. Lists hold GPU indices."""
+    """GPUs of one node and how they connect. Lists hold GPU indices. `nvlink_domain_size` larger than
+    `num_gpus` means the NVLink domain spans `rack_nodes` nodes (GB200/GB300 NVL72: 18 trays of 4)."""
 
     num_gpus: PositiveInt
     sockets: list[list[int]]
@@ -123,11 +144,19 @@ class Topology(_Frozen):
     pcie_gen: PositiveInt
     pcie_lanes: PositiveInt = 16
     links: list[LinkSpec]
+    rack_nodes: PositiveInt | None = None
+    rack_nodes_source: str | None = None
     source: str = Source
 
     @model_validator(mode="after")
     def _indices_valid(self) -> Topology:
         n = self.num_gpus
+        if self.rack_nodes is not None:
+            if not self.rack_nodes_source:
+                raise ValueError("rack_nodes_source: missing (every number needs a source)")
+            if self.rack_nodes * n != self.nvlink_domain_size:
+                raise ValueError(f"rack_nodes: {self.rack_nodes} nodes x {n} GPUs is not the NVLink domain's "
+                                 f"{self.nvlink_domain_size}")
         for name in ("sockets", "pcie_switches", "nvlink_domains"):
             seen: set[int] = set()
             for group in getattr(self, name):
@@ -180,7 +209,8 @@ class CollectiveTerm(_Frozen):
 
 
 class HardwareProfile(_Frozen):
-    """One node: GPU spec, topology and collective terms."""
+    """One node: GPU spec, topology and collective terms, and the scale-out fabrics that can join several of
+    it (`fabrics`, the first the default; `advisor.hardware.cluster`)."""
 
     id: str
     name: str
@@ -190,9 +220,13 @@ class HardwareProfile(_Frozen):
     gpu: GpuSpec
     topology: Topology
     collectives: list[CollectiveTerm]
+    fabrics: list[Fabric] = []
 
     @model_validator(mode="after")
     def _allreduce_present(self) -> HardwareProfile:
         if not any(c.op == "allreduce" and c.backend == "nccl" for c in self.collectives):
             raise ValueError("collectives: needs at least one NCCL allreduce term")
+        ids = [f.id for f in self.fabrics]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"fabrics: ids must be unique ({', '.join(ids)})")
         return self
