@@ -181,3 +181,12 @@ def test_all_cases_respects_gpu_limit(hw: HardwareProfile) -> None:
 def test_plan_label() -> None:
     assert Plan(tp=8, ep=8).label() == "TP8+EP8"
     assert Plan(tp=2, pp=2, dp=2).label() == "TP2+PP2+DP2"
+
+
+def test_every_plan_the_gpu_count_allows_is_searched(hw: HardwareProfile) -> None:
+    # engines take any integer PP/DP size: MiniMax-M2.5 (62 layers, FP8) runs as PP3 on 3 GPUs, and 6 GPUs try PP3
+    plans = set(candidate_plans(arch(MINIMAX), 3))
+    assert Plan(tp=1, pp=3) in plans and all(p.gpus <= 3 for p in plans)
+    assert {Plan(tp=2, pp=3), Plan(tp=1, pp=3, dp=2), Plan(tp=1, pp=6)} <= set(candidate_plans(arch(MINIMAX), 6))
+    runs = [c.plan for c in all_cases(arch(MINIMAX), hw, Settings(), gpus=3) if c.runs]
+    assert Plan(tp=1, pp=3) in runs

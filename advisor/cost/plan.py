@@ -123,12 +123,12 @@ def _granule(fmt: str, arch: ModelArch) -> int:
 
 
 def candidate_plans(arch: ModelArch, num_gpus: int) -> Iterator[Plan]:
-    """Every (tp, pp, dp, ep) on up to `num_gpus` GPUs: any TP (validity decides), PP and DP in powers
-    of two (how operators split a node), EP in {1, TP x DP} (vLLM's only EP sizes)."""
-    twos = [n for n in (1, 2, 4, 8, 16, 32, 64) if n <= num_gpus]
+    """Every (tp, pp, dp, ep) on up to `num_gpus` GPUs: any TP, PP and DP whose product fits (validity decides;
+    vLLM, SGLang and TensorRT-LLM take any integer sizes, e.g. PP3 on 3 or 6 GPUs), EP in {1, TP x DP} (vLLM's
+    only EP sizes)."""
     for tp in range(1, num_gpus + 1):
-        for pp in (n for n in twos if tp * n <= num_gpus):
-            for dp in (n for n in twos if tp * pp * n <= num_gpus):
+        for pp in range(1, num_gpus // tp + 1):
+            for dp in range(1, num_gpus // (tp * pp) + 1):
                 yield Plan(tp=tp, pp=pp, dp=dp)
                 if arch.moe is not None and tp * dp > 1:
                     yield Plan(tp=tp, pp=pp, dp=dp, ep=tp * dp)
