@@ -1,6 +1,6 @@
 """Regenerate the bundled catalog from HF config files.
 
-    python scripts/build_catalog.py tests/data/configs [--out advisor/catalog/entries]
+    python -m scripts.build_catalog tests/data/configs [--out advisor/catalog/entries]
 
 Each model in advisor/catalog/facts.toml names its config file (and ModelOpt sidecar) in CONFIG_DIR;
 the entry holds the normalized architecture and the published facts, never the config itself.
@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from advisor.catalog import ENTRIES
-from advisor.catalog.build import build_entry, load_facts, write_entry
 from advisor.errors import AdvisorError
+from research.catalog_build import build_entry, load_facts, write_entry
 
 
 def main() -> int:

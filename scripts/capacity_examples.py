@@ -1,6 +1,6 @@
 """Regenerate the README's capacity-planning examples and the Pareto figure from the CLI itself.
 
-    python scripts/capacity_examples.py [--readme README.md]   # figure: docs/pareto_case_study.png
+    python -m scripts.capacity_examples [--readme README.md]   # figure: docs/pareto_case_study.png
 
 Each example runs `advisor ... --json` offline on the bundled catalog (default box: 8x RTX PRO 6000 Server)
 and prints the numbers the README quotes. Prices are inputs of the example (a user's own rate), not data.
@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/readme_block.py
+from scripts.readme_block import advisor_cli, replace_block
 
-from readme_block import advisor_cli, replace_block  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 MINIMAX, KIMI = "MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5"
 FIGURE = REPO / "docs" / "pareto_case_study.png"

@@ -1,6 +1,6 @@
 """Print the case-study points (8x RTX PRO 6000) next to the model's predictions.
 
-    python scripts/case_study.py [CSV] [--readme README.md]   # default CSV: advisor/examples/case_study.csv
+    python -m scripts.case_study [CSV] [--readme README.md]   # default CSV: advisor/examples/case_study.csv
 
 Predictions: the cost model with `Terms()` priors (uncalibrated); with the shipped calibration for the
 row's hardware and engine (fitted on these four rows and the public RTX PRO 6000 rows, so in-sample);
@@ -18,22 +18,19 @@ from pathlib import Path
 
 import numpy as np
 
+from advisor.calibrate.measurements import Measurement
+from advisor.calibrate.rowtable import read_measurements
+from advisor.calibrate.store import terms_for
+from advisor.catalog import lookup
+from advisor.cost.plan import Plan
+from advisor.cost.sweep import Case, evaluate, make_case
+from advisor.cost.terms import Terms
+from advisor.cost.workload import Settings
+from advisor.errors import AdvisorError
+from advisor.hardware import HardwareProfile, load_profile
+from scripts.readme_block import replace_block
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/readme_block.py
-
-from readme_block import replace_block  # noqa: E402
-
-from advisor.calibrate.measurements import Measurement  # noqa: E402
-from advisor.calibrate.rowtable import read_measurements  # noqa: E402
-from advisor.calibrate.store import terms_for  # noqa: E402
-from advisor.catalog import lookup  # noqa: E402
-from advisor.cost.plan import Plan  # noqa: E402
-from advisor.cost.sweep import Case, evaluate, make_case  # noqa: E402
-from advisor.cost.terms import Terms  # noqa: E402
-from advisor.cost.workload import Settings  # noqa: E402
-from advisor.errors import AdvisorError  # noqa: E402
-from advisor.hardware import HardwareProfile, load_profile  # noqa: E402
 
 CSV = REPO / "advisor" / "examples" / "case_study.csv"
 PUBLIC_CLEAN = REPO / "tests" / "data" / "bench" / "public_clean.csv"

@@ -1,7 +1,7 @@
 """Clean tests/data/bench/public.csv (wide, annotated) into the measurement CSV that `advisor check` reads.
 
-Usage: python scripts/clean_public.py tests/data/bench/public.csv -o tests/data/bench/public_clean.csv
-Prints kept/dropped counts with reasons to stderr; the mapping lives in advisor/calibrate/public.py.
+Usage: python -m scripts.clean_public tests/data/bench/public.csv -o tests/data/bench/public_clean.csv
+Prints kept/dropped counts with reasons to stderr; the mapping lives in research/public.py.
 """
 
 from __future__ import annotations
@@ -10,10 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without install
-
-from advisor.calibrate.public import clean_public, read_public, write_csv  # noqa: E402
-from advisor.errors import AdvisorError  # noqa: E402
+from advisor.errors import AdvisorError
+from research.public import clean_public, read_public, write_csv
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """Fit the per-kernel models of `advisor/cost/kernels.py` to measured kernel latencies, check each on GPUs it
 was not fitted on, and write the shipped parameters and the compact slices the tests use.
 
-    python scripts/fit_kernels.py KERNELS_DIR [--out advisor/cost/kernel_params.json] [--slices tests/data/kernels]
+    python -m scripts.fit_kernels KERNELS_DIR [--out advisor/cost/kernel_params.json] [--slices tests/data/kernels]
 
 KERNELS_DIR holds one folder per GPU with gzipped CSV tables (moe, gemm, attention_generation,
 attention_context, mla_generation, mla_context, dsa_generation, gdn), measured by
@@ -24,11 +24,7 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from kernel_tables import (  # noqa: E402
+from scripts.kernel_tables import (
     BPP,
     COMPUTE,
     DSA_INDEX_BYTES,
@@ -44,6 +40,8 @@ from kernel_tables import (  # noqa: E402
     prefill_rows,
     spec,
 )
+
+REPO = Path(__file__).resolve().parents[1]
 
 # ------------------------------------------------------------------ models on column arrays
 

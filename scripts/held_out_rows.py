@@ -2,7 +2,7 @@
 physics is judged on, row by row (signed error by model, plan, lengths and concurrency), beside the summary the
 README reports (`calibrate/splits.py: summarize`).
 
-    python scripts/held_out_rows.py model|hardware OUT.csv [--engine sglang] [--bench DIR]
+    python -m scripts.held_out_rows model|hardware OUT.csv [--engine sglang] [--bench DIR]
 
 The rows and fits of scripts/refit_calibrations.py: silicon_dev.csv, the case study and public_clean.csv, the
 pooled fit per engine (`calibrate/splits.py: pooled_fitter`). On 2 cores: model held out ~17 min for every
@@ -17,12 +17,10 @@ import json
 import sys
 from pathlib import Path
 
+from advisor.calibrate.splits import HeldOut, band_of
+from scripts.refit_calibrations import files  # (the same rows the shipped calibrations are fitted on)
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # run from a checkout without install
-
-from refit_calibrations import files  # noqa: E402  (the same rows the shipped calibrations are fitted on)
-
-from advisor.calibrate.splits import HeldOut, band_of  # noqa: E402
 
 COLUMNS = ("hardware", "engine", "model", "weight_dtype", "tp", "dp", "ep", "concurrency", "band", "moe",
            "input_len", "output_len", "tpot_ms", "tpot_pred", "tpot_err_pct", "ttft_ms", "ttft_pred",

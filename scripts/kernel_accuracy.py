@@ -2,7 +2,7 @@
 GPU left out of the fit (median |error|, from `advisor/cost/kernel_params.json`, which scripts/fit_kernels.py
 writes).
 
-    python scripts/kernel_accuracy.py [--readme README.md]
+    python -m scripts.kernel_accuracy [--readme README.md]
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from advisor.cost import kernels
 
-from advisor.cost import kernels  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 NAMES = {"gemm": "dense GEMM", "moe": "fused MoE layer", "attention": "decode attention (GQA)",
          "mla": "MLA decode (growth with context)", "prefill": "prefill attention (GQA)",
@@ -44,8 +43,7 @@ def main() -> int:
     ap.add_argument("--readme", type=Path, help="replace the kernel-accuracy block of this README")
     args = ap.parse_args()
     if args.readme:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from readme_block import replace_block
+        from scripts.readme_block import replace_block
 
         replace_block(args.readme, "kernel-accuracy", table())
     else:

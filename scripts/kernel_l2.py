@@ -1,7 +1,7 @@
 """How much of the kernel tables ran from L2: per GPU and format, weight-bound calls (MoE at <= 8 tokens, GEMMs at
 m <= 8) measured against the DRAM line t0 + W / BW, below and above the GPU's L2 size (hwprofiles `l2_bytes`).
 
-    python scripts/kernel_l2.py [--kernels tests/data/kernels]
+    python -m scripts.kernel_l2 [--kernels tests/data/kernels]
 
 The collectors re-read one set of weights call after call: aiconfigurator `collector/vllm/collect_moe.py:
 run_moe_torch` times one `fused_experts` weight set, so a call whose touched experts fit in L2 reads them from
@@ -21,10 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # run from a checkout without install
+from scripts.kernel_tables import BPP  # (bytes per weight element, the fit's)
 
-from kernel_tables import BPP  # noqa: E402  (bytes per weight element, the fit's)
+REPO = Path(__file__).resolve().parents[1]
 
 GEMM_COPIES = {"bfloat16": 6, "fp8": 6, "nvfp4": 1}  # collect_gemm.py: outside_loop_count
 MAX_TOKENS = 8  # weight-bound: the read, not the FLOPs, sets the time

@@ -15,11 +15,9 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scripts.kernel_routing import features as routing
 
-from kernel_routing import features as routing  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 GPUS = ("rtx-pro-6000-server", "h100-sxm", "b200-sxm", "b300-sxm", "a100-sxm", "l40s", "gb200")
 SAMPLE = 12000  # rows per table kept for the fit and the slice (spread over GPUs, seeded)

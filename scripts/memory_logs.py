@@ -1,6 +1,6 @@
 """Print the memory model beside public engine start-up logs (tests/data/logs/logs.json).
 
-    python scripts/memory_logs.py [--readme README.md]
+    python -m scripts.memory_logs [--readme README.md]
 
 Each log is replayed with the conditions it states (model, GPU, plan, engine release, utilisation, max model
 length, KV dtype) through `advisor.cost.memory.memory_fit`, and compared on what it prints: the KV tokens
@@ -12,17 +12,10 @@ of those logs predicted with constants refitted without it (leave one out).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/readme_block.py
-
-from readme_block import replace_block  # noqa: E402
-
-from advisor.cost.budget import FITTED  # noqa: E402
-from advisor.cost.logcheck import (  # noqa: E402
+from advisor.cost.budget import FITTED
+from research.logcheck import (
     TOLERANCE,
     Replay,
     StartupLogEntry,
@@ -31,6 +24,9 @@ from advisor.cost.logcheck import (  # noqa: E402
     load_logs,
     replay,
 )
+from scripts.readme_block import replace_block
+
+REPO = Path(__file__).resolve().parents[1]
 
 LOGS = REPO / "tests" / "data" / "logs" / "logs.json"
 GiB = 2**30

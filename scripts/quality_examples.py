@@ -1,6 +1,6 @@
 """Regenerate the README's quality examples and figure from the CLI itself.
 
-    python scripts/quality_examples.py [--readme README.md]   # figure: docs/quality_catalog.png
+    python -m scripts.quality_examples [--readme README.md]   # figure: docs/quality_catalog.png
 
 Offline, on the bundled catalog and the default box (8x RTX PRO 6000 Server), default quality scale.
 """
@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/readme_block.py
+from scripts.readme_block import advisor_cli, replace_block
 
-from readme_block import advisor_cli, replace_block  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 FIGURE = REPO / "docs" / "quality_catalog.png"
 CASE = ("MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5", "nvidia/Kimi-K2.5-NVFP4")

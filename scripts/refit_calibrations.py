@@ -1,7 +1,7 @@
 """Regenerate the shipped calibrations (advisor/calibrations/<engine>.json) from the measurements in the repo,
 with the held-out errors a user's question implies.
 
-    python scripts/refit_calibrations.py [BENCH_DIR]   (default tests/data/bench; ~3 min on 2 cores)
+    python -m scripts.refit_calibrations [BENCH_DIR]   (default tests/data/bench; ~3 min on 2 cores)
 
 Rows: silicon_dev.csv, the case study (advisor/examples/case_study.csv) and the cleaned public rows
 (public_clean.csv). Per engine, one pooled fit over every GPU (`advisor/calibrate/pooled.py`). Then, for
@@ -24,16 +24,15 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # run from a checkout without install
+from advisor.calibrate.pooled import METHOD, PooledCalibrator
+from advisor.calibrate.predict_table import prepare
+from advisor.calibrate.rowtable import read_measurements
+from advisor.calibrate.splits import HeldOut, group_of, held_out, pooled_fitter, summarize
+from advisor.calibrate.store import SHIPPED, HardwareFit, PooledFit
+from advisor.errors import AdvisorError
+from advisor.files import write_atomic
 
-from advisor.calibrate.pooled import METHOD, PooledCalibrator  # noqa: E402
-from advisor.calibrate.predict_table import prepare  # noqa: E402
-from advisor.calibrate.rowtable import read_measurements  # noqa: E402
-from advisor.calibrate.splits import HeldOut, group_of, held_out, pooled_fitter, summarize  # noqa: E402
-from advisor.calibrate.store import SHIPPED, HardwareFit, PooledFit  # noqa: E402
-from advisor.errors import AdvisorError  # noqa: E402
-from advisor.files import write_atomic  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 INTERVAL = (10, 90)  # percentiles of the signed held-out errors: an 80% interval
 METRICS = ("tpot_ms", "ttft_ms")

@@ -1,6 +1,6 @@
 """Wall time of the CLI (median of N runs) and what `import advisor.cli` pulls in at start-up.
 
-Usage: python scripts/time_cli.py [--runs 5]
+Usage: python -m scripts.time_cli [--runs 5]
 Exit 1 when scipy, matplotlib or huggingface_hub is imported at CLI start.
 """
 

@@ -1,6 +1,6 @@
 """`--engine trtllm` on the RTX PRO 6000 box against NVIDIA's published TensorRT-LLM max-load throughput there.
 
-    python scripts/trtllm_public.py [--readme README.md]
+    python -m scripts.trtllm_public [--readme README.md]
 
 The rows are `tests/data/bench/public.csv`'s RTX PRO 6000 Server TensorRT-LLM ones (`docs/source/performance/
 perf-overview.md`, three revisions; FP4 checkpoints, fixed lengths, `trtllm-bench throughput` with every request
@@ -21,19 +21,17 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
+from advisor.calibrate.store import terms_for
+from advisor.catalog import lookup
+from advisor.cost.plan import Plan
+from advisor.cost.sweep import evaluate, make_case
+from advisor.cost.workload import Settings
+from advisor.hardware import load_profile
+from scripts.readme_block import replace_block
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/readme_block.py
-
-import numpy as np  # noqa: E402
-from readme_block import replace_block  # noqa: E402
-
-from advisor.calibrate.store import terms_for  # noqa: E402
-from advisor.catalog import lookup  # noqa: E402
-from advisor.cost.plan import Plan  # noqa: E402
-from advisor.cost.sweep import evaluate, make_case  # noqa: E402
-from advisor.cost.workload import Settings  # noqa: E402
-from advisor.hardware import load_profile  # noqa: E402
 
 PUBLIC = REPO / "tests" / "data" / "bench" / "public.csv"
 HW = "rtx-pro-6000-server"

@@ -4,25 +4,23 @@ terms but no per-request time (the prefill, its queue, the benchmark's rounds an
 over the rows in ms, in measured TPOTs, and per routed expert per MoE layer (us). The numbers the README's
 Calibration section quotes.
 
-Usage: python scripts/ttft_floor.py [--max-users 8] [--files tests/data/bench/silicon_dev.csv ...]
+Usage: python -m scripts.ttft_floor [--max-users 8] [--files tests/data/bench/silicon_dev.csv ...]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # run from a checkout without install
+from advisor.calibrate.predict_rows import run_bucket
+from advisor.calibrate.predict_table import prepare
+from advisor.calibrate.rowtable import read_measurements
+from advisor.calibrate.store import terms_for
 
-from advisor.calibrate.predict_rows import run_bucket  # noqa: E402
-from advisor.calibrate.predict_table import prepare  # noqa: E402
-from advisor.calibrate.rowtable import read_measurements  # noqa: E402
-from advisor.calibrate.store import terms_for  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 FILES = [ROOT / "tests/data/bench/silicon_dev.csv", ROOT / "tests/data/bench/public_clean.csv"]
 # tests/data/bench/README.md: length_ratio 0.8 = InferenceX's client against the engine's own server,

@@ -4,7 +4,7 @@ as TTFT = a + k x prefill, for the measurements and for the prediction without i
 k differ, the model's waiting for other prompts' prefill (staggered queue, the benchmark's waves) has the wrong
 size; where only a differs, the fixed time does (README, Calibration).
 
-    python scripts/ttft_vs_prefill.py ROWS.csv --hw b200-sxm --engine vllm [--model Llama-3.1-70B] [--max-users N]
+    python -m scripts.ttft_vs_prefill ROWS.csv --hw b200-sxm --engine vllm [--model Llama-3.1-70B] [--max-users N]
 
 ROWS.csv: a measurement file (default columns of tests/data/bench/silicon_dev.csv). Milliseconds throughout.
 """
@@ -19,11 +19,9 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # run from a checkout without install
-sys.path.insert(0, str(REPO / "scripts"))
+from scripts.step_breakdown import breakdown, selected
 
-from step_breakdown import breakdown, selected  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 MIN_ROWS = 3  # a line through fewer points says nothing about its slope
 

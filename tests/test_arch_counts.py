@@ -15,7 +15,7 @@ from advisor.arch.local import read_json_file, read_local
 from advisor.arch.model import ModelArch
 from advisor.arch.quant import _Ignore, _matches, parse_quant
 from advisor.arch.reader import read_config
-from advisor.catalog.build import build_entry, load_facts
+from research.catalog_build import build_entry, load_facts
 
 CONFIGS = Path(__file__).resolve().parent / "data" / "configs"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "configs"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from advisor import catalog
-from advisor.catalog.build import build_entry, load_facts
+from research.catalog_build import build_entry, load_facts
 
 FACTS = load_facts()
 

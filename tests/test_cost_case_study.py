@@ -13,11 +13,12 @@ import pytest
 from conftest import CASE_STUDY, Run
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "scripts" / "case_study.py"
+SCRIPT = "scripts.case_study"  # run as `python -m` from the repo root
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", SCRIPT, *args], capture_output=True, text=True, timeout=60,
+                          cwd=REPO)
 
 
 def test_table_has_every_measured_metric(advisor: Callable[..., Run]) -> None:

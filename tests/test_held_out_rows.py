@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import csv
 import statistics
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import BENCH, REPO
+from conftest import BENCH
 
 from advisor.calibrate.predict_table import prepare
 from advisor.calibrate.rowtable import read_measurements
 from advisor.calibrate.splits import held_out, pooled_fitter, summarize
-
-sys.path.insert(0, str(REPO / "scripts"))
-import held_out_rows  # noqa: E402
+from scripts import held_out_rows
 
 
 def test_rows_carry_the_summary_of_the_split(tmp_path: Path) -> None:

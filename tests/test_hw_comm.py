@@ -7,7 +7,6 @@ import pytest
 from conftest import COLLECTIVES
 
 from advisor.hardware import load_profile
-from advisor.hardware.aic_data import custom_series, read_aic_csv, score, systems_and_sizes
 from advisor.hardware.comm import (
     allreduce_backend,
     allreduce_backend_reason,
@@ -16,6 +15,7 @@ from advisor.hardware.comm import (
     trtllm_allreduce_timer,
 )
 from advisor.hardware.placement import group_path, pick_gpus
+from research.aic_data import custom_series, read_aic_csv, score, systems_and_sizes
 
 AIC_TO_ID = {
     "rtx_pro_6000_server": "rtx-pro-6000-server",

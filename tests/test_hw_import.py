@@ -9,9 +9,9 @@ import pytest
 from conftest import COLLECTIVES
 
 from advisor.errors import AdvisorError
-from advisor.hardware.aic_data import nccl_series, read_aic_csv
 from advisor.hardware.nccl_import import fit_nccl_file, parse_nccl_tests
 from advisor.hardware.topo_import import parse_topo, topology_summary
+from research.aic_data import nccl_series, read_aic_csv
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 TOPO, NCCL = FIX / "topo", FIX / "nccl"

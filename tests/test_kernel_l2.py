@@ -10,9 +10,7 @@ import sys
 from conftest import REPO
 
 from advisor.hardware import load_profile
-
-sys.path.insert(0, str(REPO / "scripts"))
-import kernel_l2  # noqa: E402
+from scripts import kernel_l2
 
 KERNELS = REPO / "tests" / "data" / "kernels"
 GDDR = ("l40s", "rtx-pro-6000-server")
@@ -44,6 +42,6 @@ def test_gemm_copies_keep_hbm_gpus_off_l2() -> None:
 
 
 def test_missing_slice_is_one_line_and_exit_2(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    r = subprocess.run([sys.executable, str(REPO / "scripts" / "kernel_l2.py"), "--kernels", str(tmp_path)],
-                       capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "scripts.kernel_l2", "--kernels", str(tmp_path)],
+                       capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and r.stdout == ""

@@ -191,7 +191,6 @@ def test_refit_on_the_slice_recovers_the_shipped_parameters() -> None:
 def test_readme_kernel_accuracy_block_is_current() -> None:
     # scripts/kernel_accuracy.py writes it from the shipped parameters; a refit must regenerate it
     from scripts import kernel_accuracy
-
     from scripts.readme_block import read_block
 
     block = read_block("kernel-accuracy")  # docs/accuracy.md

@@ -13,12 +13,12 @@ import pytest
 from conftest import CASE_STUDY
 from pydantic import ValidationError
 
-from advisor.calibrate import public
 from advisor.calibrate.measurements import Measurement, Rejected, benchmark_concurrency, build_row
 from advisor.calibrate.predict_table import predict_rows
 from advisor.calibrate.rowtable import read_measurements
 from advisor.errors import AdvisorError
 from advisor.hardware import known_ids
+from research import public
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "bench"
@@ -503,7 +503,8 @@ def test_clean_public_script(bench_dir: Path, tmp_path: Path) -> None:
     done = subprocess.run(
         [
             sys.executable,
-            str(REPO / "scripts" / "clean_public.py"),
+            "-m",
+            "scripts.clean_public",
             str(bench_dir / "public.csv"),
             "-o",
             str(out),
@@ -511,6 +512,7 @@ def test_clean_public_script(bench_dir: Path, tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         check=False,
+        cwd=REPO,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
@@ -519,7 +521,8 @@ def test_clean_public_script(bench_dir: Path, tmp_path: Path) -> None:
     bad = subprocess.run(
         [
             sys.executable,
-            str(REPO / "scripts" / "clean_public.py"),
+            "-m",
+            "scripts.clean_public",
             str(FIXTURES / "mixed_rows.csv"),
             "-o",
             str(tmp_path / "x.csv"),
@@ -527,6 +530,7 @@ def test_clean_public_script(bench_dir: Path, tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         check=False,
+        cwd=REPO,
     )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "missing column(s)" in bad.stderr
     assert not (tmp_path / "x.csv").exists()

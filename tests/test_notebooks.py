@@ -36,11 +36,12 @@ def test_notebook_committed_without_outputs(path: Path) -> None:
 @pytest.mark.notebook
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_executes(name: str) -> None:
-    """Run with cwd = notebooks/ as a user would; any failed assertion in a cell fails the test."""
+    """Run with cwd = the repo root (where `research` imports from, as `scripts` do); any failed assertion in a
+    cell fails the test."""
     path = NOTEBOOKS / name
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=180, kernel_name="python3",
-                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+                            resources={"metadata": {"path": str(NOTEBOOKS.parent)}})
     client.execute()
     errors = [o for c in _code_cells(nb) for o in c.outputs if o.output_type == "error"]
     assert not errors

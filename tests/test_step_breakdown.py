@@ -12,9 +12,7 @@ from advisor.calibrate.predict_table import prepare
 from advisor.calibrate.rowtable import read_measurements
 from advisor.calibrate.store import terms_for
 from advisor.hardware import load_profile
-
-sys.path.insert(0, str(REPO / "scripts"))
-import step_breakdown  # noqa: E402
+from scripts import step_breakdown
 
 
 def test_parts_add_up_to_the_predicted_step_and_ttft() -> None:
@@ -38,6 +36,6 @@ def test_parts_add_up_to_the_predicted_step_and_ttft() -> None:
 
 
 def test_unknown_hardware_is_one_line_and_exit_2() -> None:
-    r = subprocess.run([sys.executable, str(REPO / "scripts" / "step_breakdown.py"), str(BENCH / "silicon_dev.csv"),
-                        "--hw", "nohw", "--engine", "vllm"], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "scripts.step_breakdown", str(BENCH / "silicon_dev.csv"),
+                        "--hw", "nohw", "--engine", "vllm"], capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "nohw" in r.stderr

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "scripts"))
+from scripts import trtllm_public as tp
 
-import trtllm_public as tp  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 ROWS = tp.predict(tp.read_rows())
 LLAMA = "meta-llama/Llama-3.3-70B-Instruct"
@@ -49,9 +48,9 @@ def test_one_gpu_and_two_stages_within_ten_percent() -> None:
 
 
 def test_readme_block_is_current() -> None:
-    done = subprocess.run([sys.executable, str(REPO / "scripts" / "trtllm_public.py")], capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "scripts.trtllm_public"], capture_output=True,
+                          text=True, timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stderr
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     block = readme.split("<!-- trtllm-public:start -->\n", 1)[1].split("<!-- trtllm-public:end -->", 1)[0]
-    assert block == done.stdout, "stale: run scripts/trtllm_public.py --readme README.md"
+    assert block == done.stdout, "stale: run python -m scripts.trtllm_public --readme README.md"

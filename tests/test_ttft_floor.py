@@ -7,11 +7,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "scripts" / "ttft_floor.py"
+SCRIPT = "scripts.ttft_floor"  # run as `python -m` from the repo root
 
 
 def table() -> dict[tuple[str, ...], tuple[int, float, float]]:
-    done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=300, check=True)
+    done = subprocess.run([sys.executable, "-m", SCRIPT], capture_output=True, text=True, timeout=300, check=True,
+                          cwd=ROOT)
     out = {}
     for line in done.stdout.splitlines()[2:]:
         cells = [c.strip() for c in line.strip("|").split("|")]

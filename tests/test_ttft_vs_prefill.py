@@ -13,10 +13,7 @@ from advisor.calibrate.predict_table import prepare
 from advisor.calibrate.rowtable import read_measurements
 from advisor.calibrate.store import terms_for
 from advisor.hardware import load_profile
-
-sys.path.insert(0, str(REPO / "scripts"))
-import step_breakdown  # noqa: E402
-import ttft_vs_prefill  # noqa: E402
+from scripts import step_breakdown, ttft_vs_prefill
 
 
 def test_line_recovers_a_hand_made_line() -> None:
@@ -42,6 +39,6 @@ def test_each_group_is_the_least_squares_line_of_its_rows() -> None:
 
 
 def test_unknown_hardware_is_one_line_and_exit_2() -> None:
-    r = subprocess.run([sys.executable, str(REPO / "scripts" / "ttft_vs_prefill.py"), str(BENCH / "silicon_dev.csv"),
-                        "--hw", "nohw", "--engine", "vllm"], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "scripts.ttft_vs_prefill", str(BENCH / "silicon_dev.csv"),
+                        "--hw", "nohw", "--engine", "vllm"], capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "nohw" in r.stderr

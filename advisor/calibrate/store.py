@@ -95,7 +95,7 @@ def read_pooled(engine: str) -> PooledFit | None:
     except ValidationError as err:
         where, msg, _ = _first_error(err)
         raise AdvisorError(f"shipped calibration {path}: {where or 'file'}: {msg}; it does not match this "
-                           "version's terms (regenerate it: python scripts/refit_calibrations.py)") from None
+                           "version's terms (regenerate it: python -m scripts.refit_calibrations)") from None
 
 
 def _first_error(err: ValidationError) -> tuple[str, str, str]:

@@ -1,4 +1,5 @@
-"""Build catalog entries from config files and the published facts in `facts.toml`."""
+"""Build catalog entries from config files and the published facts in `advisor/catalog/facts.toml` (kept beside
+the entries it writes, `advisor/catalog/entries/`)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from typing import Any
 
 from advisor.arch.local import read_json_file
 from advisor.arch.reader import read_config
-from advisor.catalog import CatalogEntry
+from advisor.catalog import ENTRIES, CatalogEntry
 
-FACTS = Path(__file__).parent / "facts.toml"
+FACTS = ENTRIES.parent / "facts.toml"
 
 
 def load_facts() -> dict[str, dict[str, Any]]:
