@@ -14,20 +14,35 @@ all PP stages) and how its message grows. Sources (vLLM):
   AgRsAll2AllManager`), block-FP8 models dispatch FP8 activations (`prepare_finalize/naive_dp_ep.py:
   _quantize_and_setup_dispatch`); one `[4 x dp]` int32 batch-size sync per step (`v1/worker/dp_utils.py:
   coordinate_batch_across_dp`); PP stages send `[T, H]` to the next (`v1/worker/gpu_model_runner.py`).
+
+On a cluster (`hardware/cluster.py`) each collective also says how many fast domains its group spans (1: inside
+one node's NVLink/PCIe or one NVL72 rack; more: its ring or tree crosses the NICs), from the engine's rank order
+(`plan.rank_layout`): a PP send between stages on different nodes is its own slot (`pp_send_net`), and MoE
+dispatch/combine whose EP group crosses nodes runs as all-to-all with DeepEP, the backend each engine documents for
+multi-node EP (vLLM `docs/serving/expert_parallel_deployment.md`: `deepep_low_latency` for decode,
+`deepep_high_throughput` for prefill; SGLang `--moe-a2a-backend deepep`, `docs/advanced_features/
+expert_parallelism.md`; TensorRT-LLM WideEP `AlltoallMethodType.DeepEP/DeepEPLowLatency`, `_torch/modules/
+fused_moe/fused_moe_wide_ep.py`): each rank sends its tokens' top-k copies, `T x topk x hidden`, dispatch in FP8
+(DeepEP low-latency dispatch casts to FP8 with one scale per 128 elements, `deep_ep/buffer.py:
+low_latency_dispatch(use_fp8=True)`), combine in BF16. One node, or a plan that crosses no NIC, is as before.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from advisor.arch.model import ModelArch, WeightGroup
-from advisor.cost.plan import Plan
+from advisor.cost.plan import Plan, rank_layout
+
+if TYPE_CHECKING:
+    from advisor.hardware.cluster import Cluster
 
 ACT_BYTES = 2  # activations between layers are BF16 for every checkpoint format (vLLM model dtype)
 # Activations dispatched to experts under DP+EP: block-FP8 models quantize before dispatch (1 + 4/128
 # bytes per element), others BF16.
 DISPATCH_BYTES = {"fp8-block": 1 + 4 / 128}
+DEEPEP_DISPATCH_BYTES = 1 + 4 / 128  # FP8 with a float32 scale per 128 elements (DeepEP low-latency dispatch)
 QK_VARIANCE_BYTES = 8  # [T, 2] fp32 per token
 
 Scale = Literal["tokens", "dp_tokens", "sampled", "fixed"]
@@ -41,6 +56,7 @@ class Slot:
     op: str
     scales_with: Scale  # message = units * bytes_per_unit; units: padded tokens per DP rank, tokens of every
     # DP rank, sampled rows, or one (a fixed-size message)
+    backend: str | None = None  # the kernel library when it is not the engine's default (DeepEP's all-to-all)
 
 
 TP_HIDDEN = Slot("tp_hidden", "allreduce", "tokens")
@@ -50,7 +66,10 @@ DISPATCH = Slot("moe_dispatch", "allgather", "dp_tokens")
 COMBINE = Slot("moe_combine", "reducescatter", "dp_tokens")
 PP_SEND = Slot("pp_send", "p2p", "tokens")
 DP_SYNC = Slot("dp_sync", "allreduce", "fixed")
-SLOTS = (TP_HIDDEN, TP_TINY, LOGITS, DISPATCH, COMBINE, PP_SEND, DP_SYNC)
+PP_SEND_NET = Slot("pp_send_net", "p2p", "tokens")  # a PP send between stages on different fast domains
+A2A_DISPATCH = Slot("a2a_dispatch", "alltoall", "tokens", "deepep")  # wide EP across nodes
+A2A_COMBINE = Slot("a2a_combine", "alltoall", "tokens", "deepep")
+SLOTS = (TP_HIDDEN, TP_TINY, LOGITS, DISPATCH, COMBINE, PP_SEND, DP_SYNC, PP_SEND_NET, A2A_DISPATCH, A2A_COMBINE)
 
 
 @dataclass(frozen=True)
@@ -64,16 +83,19 @@ class Collective:
     calls: int
     bytes_per_unit: float
     layers: int = 0  # decoder layers that issue it (0: once per forward)
+    domains: int = 1  # fast domains the group spans (> 1: it crosses the NICs between nodes)
 
     @property
     def op(self) -> str:
         return self.slot.op
 
 
-def step_collectives(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...] | None = None
-                     ) -> tuple[Collective, ...]:
-    """Every collective one forward issues under `plan` (empty on one GPU)."""
+def step_collectives(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...] | None = None,
+                     cluster: Cluster | None = None, engine: str = "vllm") -> tuple[Collective, ...]:
+    """Every collective one forward issues under `plan` (empty on one GPU); on a multi-node `cluster`, with the fast
+    domains each group spans under `engine`'s rank order (see the module docstring)."""
     out: list[Collective] = []
+    spans = _spans(plan, cluster, engine) if cluster is not None and cluster.multi_node else {}
     h = arch.hidden_size * ACT_BYTES
     moe_layers = arch.moe.moe_layers if arch.moe is not None else 0
     attn_layers = sum(g.layers for g in arch.attn_groups if g.kind in ("full", "sliding", "mla"))
@@ -92,28 +114,56 @@ def step_collectives(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ..
                                   QK_VARIANCE_BYTES, attn_layers))
         out.append(Collective("logits all-gather", LOGITS, plan.tp, 1, arch.vocab_size * ACT_BYTES))
     if moe_layers and plan.dp > 1:
-        fmt = max((w.fmt for w in weights or arch.weights if w.shard == "expert"),
-                  key=lambda f: DISPATCH_BYTES.get(f, ACT_BYTES), default="bf16")
-        n = plan.tp * plan.dp
-        out.append(Collective("MoE dispatch", DISPATCH, n, moe_layers,
-                              arch.hidden_size * DISPATCH_BYTES.get(fmt, ACT_BYTES), moe_layers))
-        out.append(Collective("MoE combine", COMBINE, n, moe_layers, h, moe_layers))
+        out += _moe_exchange(arch, plan, weights, moe_layers, spans.get("ep", 1))
     if plan.pp > 1:
-        out.append(Collective("pipeline stage send", PP_SEND, 2, plan.pp - 1, h))
+        net = spans.get("pp_net", 0)
+        out.append(Collective("pipeline stage send", PP_SEND, 2, plan.pp - 1 - net, h))
+        out.append(Collective("pipeline stage send between nodes", PP_SEND_NET, 2, net, h, domains=2))
     if plan.dp > 1:
-        out.append(Collective("DP batch-size sync", DP_SYNC, plan.dp, 1, 16.0 * plan.dp))
+        out.append(Collective("DP batch-size sync", DP_SYNC, plan.dp, 1, 16.0 * plan.dp, domains=spans.get("dp", 1)))
     return tuple(c for c in out if c.calls > 0)
 
 
-def slot_rows(collectives: tuple[Collective, ...]) -> dict[str, tuple[float, float, float]]:
-    """Per slot name: (calls, bytes per unit, group) with the calls of a slot's collectives summed; a slot's
-    collectives share message law and group in every plan (checked)."""
-    rows: dict[str, tuple[float, float, float]] = {s.name: (0.0, 0.0, 1.0) for s in SLOTS}
+def _moe_exchange(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...] | None, moe_layers: int,
+                  domains: int) -> list[Collective]:
+    """MoE dispatch and combine over the TP x DP ranks: all-gather / reduce-scatter of every rank's tokens inside
+    one fast domain (vLLM's default `allgather_reducescatter`), DeepEP all-to-all of each rank's top-k copies when
+    the group crosses nodes."""
+    assert arch.moe is not None
+    n = plan.tp * plan.dp
+    h = arch.hidden_size * ACT_BYTES
+    if domains > 1:
+        k = arch.moe.experts_per_token
+        return [Collective("MoE dispatch (DeepEP all-to-all)", A2A_DISPATCH, n, moe_layers,
+                           k * arch.hidden_size * DEEPEP_DISPATCH_BYTES, moe_layers, domains),
+                Collective("MoE combine (DeepEP all-to-all)", A2A_COMBINE, n, moe_layers, k * h, moe_layers,
+                           domains)]
+    fmt = max((w.fmt for w in weights or arch.weights if w.shard == "expert"),
+              key=lambda f: DISPATCH_BYTES.get(f, ACT_BYTES), default="bf16")
+    return [Collective("MoE dispatch", DISPATCH, n, moe_layers, arch.hidden_size * DISPATCH_BYTES.get(fmt, ACT_BYTES),
+                       moe_layers),
+            Collective("MoE combine", COMBINE, n, moe_layers, h, moe_layers)]
+
+
+def _spans(plan: Plan, cluster: Cluster, engine: str) -> dict[str, int]:
+    """Fast domains spanned by rank 0's EP (TP x DP of one stage) and DP groups, and how many of one replica's
+    PP sends cross between fast domains (`plan.rank_layout`: [dp, pp, tp] -> GPU)."""
+    g = rank_layout(plan, engine)
+    stages = g[0, :, 0]
+    net = sum(cluster.domain_of(int(a)) != cluster.domain_of(int(b)) for a, b in zip(stages, stages[1:], strict=False))
+    return {"ep": cluster.span(int(x) for x in g[:, 0, :].ravel()).domains,
+            "dp": cluster.span(int(x) for x in g[:, 0, 0]).domains, "pp_net": int(net)}
+
+
+def slot_rows(collectives: tuple[Collective, ...]) -> dict[str, tuple[float, float, float, float]]:
+    """Per slot name: (calls, bytes per unit, group, fast domains spanned) with the calls of a slot's collectives
+    summed; a slot's collectives share message law, group and span in every plan (checked)."""
+    rows: dict[str, tuple[float, float, float, float]] = {s.name: (0.0, 0.0, 1.0, 1.0) for s in SLOTS}
     for c in collectives:
-        calls, unit, group = rows[c.slot.name]
-        if calls and (unit, group) != (c.bytes_per_unit, c.group):
-            raise ValueError(f"slot {c.slot.name}: {c.cause} differs in message or group")
-        rows[c.slot.name] = (calls + c.calls, c.bytes_per_unit, float(c.group))
+        calls, unit, group, domains = rows[c.slot.name]
+        if calls and (unit, group, domains) != (c.bytes_per_unit, c.group, c.domains):
+            raise ValueError(f"slot {c.slot.name}: {c.cause} differs in message, group or span")
+        rows[c.slot.name] = (calls + c.calls, c.bytes_per_unit, float(c.group), float(c.domains))
     return rows
 
 

@@ -20,6 +20,7 @@ from advisor.cost.engine_args import EngineArgs
 from advisor.cost.memory import MemoryFit, kv_elem_bytes
 from advisor.cost.plan import Plan
 from advisor.hardware import HardwareProfile
+from advisor.hardware.cluster import Cluster
 
 # GEMM calls per decoder layer the dense part issues (fused qkv + o; gate_up + down; MLA q_a/kv_a, q_b, kv_b,
 # o; shared expert gate_up + down; router): vLLM's fused linear layers (`QKVParallelLinear`,
@@ -96,6 +97,7 @@ class Features:
     coll_calls: np.ndarray  # [P, S] calls per forward of each collective slot (`collectives.SLOTS`)
     coll_bytes: np.ndarray  # [P, S] message bytes per unit (token, sampled row, or the whole message)
     coll_group: np.ndarray  # [P, S] GPUs in the slot's group
+    coll_span: np.ndarray  # [P, S] fast domains the slot's group spans (1: no NIC crossed, `hardware/cluster.py`)
     kv_room: np.ndarray  # KV cache bytes on one GPU (one PP stage of one DP rank)
     num_seqs: np.ndarray  # max_num_seqs per DP rank (`EngineArgs`)
     batched_tokens: np.ndarray  # the scheduler's token budget per step and DP rank (`EngineArgs`)
@@ -136,10 +138,11 @@ class Features:
 
 
 def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, args: EngineArgs,
-                  weights: tuple[WeightGroup, ...], mem: MemoryFit) -> dict[str, object]:
-    """One row of Features, under the resolved engine arguments."""
+                  weights: tuple[WeightGroup, ...], mem: MemoryFit, cluster: Cluster | None = None
+                  ) -> dict[str, object]:
+    """One row of Features, under the resolved engine arguments (on `cluster` when the plan spans nodes)."""
     fp4 = "fp4" in hw.gpu.native_formats
-    slots = slot_rows(step_collectives(arch, plan, weights))
+    slots = slot_rows(step_collectives(arch, plan, weights, cluster, args.engine))
     b = kv_elem_bytes(args)
     return {
         "layers": arch.num_layers, "hidden": arch.hidden_size, "vocab": arch.vocab_size, "tp": plan.tp,
@@ -147,7 +150,7 @@ def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, args: Engine
         **_moe(arch, plan, hw, weights, fp4), **_attention(arch, plan, b, hw.gpu.sm or ""),
         "kv_full": arch.kv_bytes_per_token(plan.tp, b), "kv_win": arch.windowed_kv_bytes_per_token(plan.tp, b),
         "state_bytes": arch.state_bytes_per_seq(plan.tp), **_gdn(arch, plan),
-        **{f"coll_{k}": [slots[s.name][j] for s in SLOTS] for j, k in enumerate(("calls", "bytes", "group"))},
+        **{f"coll_{k}": [slots[s.name][j] for s in SLOTS] for j, k in enumerate(("calls", "bytes", "group", "span"))},
         "kv_room": max(mem.kv_cache_bytes, 0.0), "num_seqs": args.max_num_seqs,
         "batched_tokens": args.max_num_batched_tokens, "graph_max": _padded_graphs(args),
         "sched_ahead": args.scheduled_ahead, **_speculation(arch, args),

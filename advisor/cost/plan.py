@@ -5,16 +5,27 @@ Rules and their vLLM sources:
 - EP size is exactly TP x DP with `--enable-expert-parallel` (`FusedMoEParallelConfig.make`); experts % EP
 - block-FP8 MoE: (I / moe_tp) % 128 (`fp8.py:Fp8MoEMethod.create_weights`); INT4 group g: (I / tp) % g;
   NVFP4: (K / tp) % 16 (`modelopt.py`)
-- GPUs used <= GPUs in the node; PP stages <= layers
+- GPUs used <= GPUs in the node (or the cluster); PP stages <= layers
+- on a cluster (`hardware/cluster.py`): every TP group inside one fast domain (a node's NVLink or PCIe, or an
+  NVL72 rack), never across NICs: vLLM's multi-node guide sets "the tensor parallel size to the number of GPUs in
+  each node, and the pipeline parallel size to the number of nodes" (`docs/serving/parallelism_scaling.md`), SGLang
+  and TensorRT-LLM run wide EP as attention-DP x EP across nodes with attention TP 1 (SGLang `docs/advanced_features/
+  expert_parallelism.md`: DeepEP "only support[s] cases where ep_size = tp_size"; TensorRT-LLM
+  `examples/wide_ep/README.md`); PP, DP and EP may cross nodes
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.arch.model import ModelArch, WeightGroup
+
+if TYPE_CHECKING:
+    from advisor.hardware.cluster import Cluster
 
 
 class Plan(BaseModel):
@@ -46,10 +57,46 @@ class Plan(BaseModel):
         return "+".join(parts)
 
 
+def rank_layout(plan: Plan, engine: str = "vllm") -> np.ndarray:
+    """GPU (cluster-wide, node-major) of every rank as an array [dp, pp, tp], in the engine's rank order.
+
+    vLLM: `ExternalDP x DP x PP x PCP x TP`, TP fastest (`vllm/distributed/parallel_state.py:
+    initialize_model_parallel`, `all_ranks = torch.arange(world_size).reshape(-1, dp, pp, pcp, tp)`), so one DP
+    replica's stages are adjacent. SGLang and TensorRT-LLM count attention-DP inside the TP group and PP outside
+    it: TensorRT-LLM `tensorrt_llm/mapping.py: Mapping` (`rank = pp_rank * tp_size * cp_size + cp_rank * tp_size +
+    tp_rank`), SGLang `srt/entrypoints/engine.py` (`gpu_id = base_gpu_id + pp_rank * tp_size_per_node +
+    tp_rank`), so one stage's DP x TP ranks are adjacent."""
+    n = plan.gpus
+    if engine == "vllm":
+        return np.arange(n).reshape(plan.dp, plan.pp, plan.tp)
+    return np.arange(n).reshape(plan.pp, plan.dp, plan.tp).transpose(1, 0, 2)
+
+
+def cluster_reason(plan: Plan, cluster: Cluster, engine: str = "vllm") -> str | None:
+    """Why the plan cannot be placed on the cluster: more GPUs than it has, or a TP group that would cross the
+    NICs between fast domains (see the module docstring), or None."""
+    if plan.gpus > cluster.gpus:
+        return (f"needs {plan.gpus} GPUs (TP{plan.tp} x PP{plan.pp} x DP{plan.dp}), the cluster has {cluster.gpus} "
+                f"({cluster.nodes} x {cluster.gpus_per_node})")
+    layout = rank_layout(plan, engine).reshape(-1, plan.tp)
+    domain = cluster.fast_domain_gpus
+    if plan.tp > 1 and bool(np.any(layout[:, 0] // domain != layout[:, -1] // domain)):
+        where = (f"one {cluster.fast_link} domain holds {domain} GPUs" if cluster.rack_nodes > 1
+                 else f"a node holds {domain} GPUs on {cluster.fast_link}")
+        return (f"TP{plan.tp} would cross the NICs between nodes ({where}): tensor parallelism stays inside a fast "
+                "domain, one allreduce per layer over the network would dominate the step (vLLM's multi-node "
+                "guide: TP = GPUs per node, PP = nodes); use PP, DP or EP across nodes")
+    return None
+
+
 def invalid_reason(arch: ModelArch, plan: Plan, num_gpus: int, weights: tuple[WeightGroup, ...],
-                   engine: str = "vllm", sm: str = "") -> str | None:
-    """Why the engine cannot run this plan on GPUs of compute capability `sm`, or None."""
-    if plan.gpus > num_gpus:
+                   engine: str = "vllm", sm: str = "", cluster: Cluster | None = None) -> str | None:
+    """Why the engine cannot run this plan on GPUs of compute capability `sm` (on `num_gpus` GPUs of one node, or
+    on `cluster` when it spans several nodes), or None."""
+    if cluster is not None and cluster.multi_node:
+        if why := cluster_reason(plan, cluster, engine):
+            return why
+    elif plan.gpus > num_gpus:
         return f"needs {plan.gpus} GPUs (TP{plan.tp} x PP{plan.pp} x DP{plan.dp}), the node has {num_gpus}"
     if engine == "trtllm" and (why := _trtllm_reason(plan, weights, sm)):
         return why
@@ -122,13 +169,33 @@ def _granule(fmt: str, arch: ModelArch) -> int:
     return 1
 
 
-def candidate_plans(arch: ModelArch, num_gpus: int) -> Iterator[Plan]:
+def candidate_plans(arch: ModelArch, num_gpus: int, cluster: Cluster | None = None) -> Iterator[Plan]:
     """Every (tp, pp, dp, ep) on up to `num_gpus` GPUs: any TP, PP and DP whose product fits (validity decides;
     vLLM, SGLang and TensorRT-LLM take any integer sizes, e.g. PP3 on 3 or 6 GPUs), EP in {1, TP x DP} (vLLM's
-    only EP sizes)."""
+    only EP sizes).
+
+    On a multi-node cluster (`_cluster_plans`): TP up to one fast domain (it never crosses NICs), PP and DP in
+    powers of two or the size that fills the cluster (PP = nodes; DP x TP = every GPU: the wide-EP deployments,
+    e.g. DP72 on nine 8-GPU nodes): every integer size on hundreds of GPUs would be thousands of plans."""
+    if cluster is not None and cluster.multi_node:
+        yield from _cluster_plans(arch, cluster)
+        return
     for tp in range(1, num_gpus + 1):
         for pp in range(1, num_gpus // tp + 1):
             for dp in range(1, num_gpus // (tp * pp) + 1):
+                yield Plan(tp=tp, pp=pp, dp=dp)
+                if arch.moe is not None and tp * dp > 1:
+                    yield Plan(tp=tp, pp=pp, dp=dp, ep=tp * dp)
+
+
+def _cluster_plans(arch: ModelArch, cluster: Cluster) -> Iterator[Plan]:
+    n = cluster.gpus
+    twos = [k for k in (2 ** i for i in range(11)) if k <= n]
+    for tp in range(1, cluster.fast_domain_gpus + 1):
+        pps = {k for k in twos if tp * k <= n} | ({cluster.nodes} if tp * cluster.nodes <= n else set())
+        for pp in sorted(pps):
+            fill = {n // (tp * pp)} if n % (tp * pp) == 0 else set()
+            for dp in sorted({k for k in twos if tp * pp * k <= n} | fill):
                 yield Plan(tp=tp, pp=pp, dp=dp)
                 if arch.moe is not None and tp * dp > 1:
                     yield Plan(tp=tp, pp=pp, dp=dp, ep=tp * dp)

@@ -20,6 +20,7 @@ Per step with d decode tokens (context c each) and p prefill tokens (context c_p
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,15 +30,25 @@ from advisor.cost.features import Features
 from advisor.cost.terms import Terms
 from advisor.hardware import HardwareProfile
 
-Comm = Callable[[str, np.ndarray, int], np.ndarray]  # (op, bytes, group size) -> seconds
+if TYPE_CHECKING:
+    from advisor.hardware.cluster import Cluster
+
+# (op, bytes, group size) -> seconds; on a cluster also (..., fast domains spanned, backend) (`cost/cluster_comm.py`)
+Comm = Callable[..., np.ndarray]
 BREAKDOWN = ("weights", "kv", "compute", "comm", "overhead")
 SHARED_STREAM_TOKENS = 256  # vLLM's VLLM_SHARED_EXPERTS_STREAM_TOKEN_THRESHOLD default (`vllm/envs.py`)
 
 
-def comm_fn(hw: HardwareProfile, engine: str) -> Comm:
+def comm_fn(hw: HardwareProfile, engine: str, cluster: Cluster | None = None) -> Comm:
     """Collective time on the profile's measured terms; TensorRT-LLM's allreduce by its own one-/two-shot
-    kernels at the NVLink's rate (`hardware/comm.py: trtllm_allreduce_timer`), its other collectives as vLLM's."""
+    kernels at the NVLink's rate (`hardware/comm.py: trtllm_allreduce_timer`), its other collectives as vLLM's.
+    On a multi-node `cluster`, groups that span fast domains are timed across the fabric (`cost/cluster_comm.py`)."""
     from advisor.hardware.comm import collective_timer, trtllm_allreduce_timer
+
+    if cluster is not None and cluster.multi_node:
+        from advisor.cost.cluster_comm import cluster_comm_fn
+
+        return cluster_comm_fn(cluster, engine, comm_fn(hw, engine))
 
     physics = "vllm" if engine == "trtllm" else engine
     timers: dict[tuple[str, int], Callable[[np.ndarray], np.ndarray]] = {}
@@ -250,13 +261,15 @@ def _gdn(F: Features, bw: float, peak: float, dec: np.ndarray, pre: np.ndarray,
 _GROUPS: dict[str, object] = {}  # the last features' plan groups per slot (a sweep calls the step ~4 times)
 
 
-def _slot_groups(F: Features) -> list[list[tuple[int, np.ndarray]]]:
-    """Per collective slot, (group size, positions of the plans with it) for each size > 1; computed once per
-    features (the step is evaluated several times per sweep on the same plans)."""
+def _slot_groups(F: Features) -> list[list[tuple[int, int, np.ndarray]]]:
+    """Per collective slot, (group size, fast domains spanned, positions of the plans with them) for each size > 1;
+    computed once per features (the step is evaluated several times per sweep on the same plans)."""
     if _GROUPS.get("key") is not F.coll_group:
         _GROUPS["key"] = F.coll_group
         g = F.coll_group.reshape(F.coll_group.shape[0], -1, F.coll_group.shape[-1])[:, 0]  # [P, S]
-        _GROUPS["val"] = [[(int(n), np.flatnonzero(g[:, k] == n)) for n in np.unique(g[:, k]) if n > 1]
+        d = F.coll_span.reshape(F.coll_span.shape[0], -1, F.coll_span.shape[-1])[:, 0]
+        _GROUPS["val"] = [[(int(n), int(m), np.flatnonzero((g[:, k] == n) & (d[:, k] == m)))
+                           for n, m in sorted(set(zip(g[:, k].tolist(), d[:, k].tolist(), strict=True))) if n > 1]
                           for k in range(len(SLOTS))]
     return _GROUPS["val"]  # type: ignore[return-value]
 
@@ -271,7 +284,8 @@ def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.nd
         calls = F.coll_calls[..., k]
         if not groups or not np.any(calls):
             continue
-        for n, plans in groups:  # plans: positions on the leading (plan) axis; only their rows are computed
+        for n, span, plans in groups:  # plans: positions on the leading (plan) axis; only their rows are computed
             nbytes = _rows_of(units[slot.scales_with], plans, shape) * _rows_of(F.coll_bytes[..., k], plans, shape)
-            total[plans] += _rows_of(calls, plans, shape) * comm(slot.op, nbytes, n)
+            t = comm(slot.op, nbytes, n) if span <= 1 else comm(slot.op, nbytes, n, span, slot.backend)
+            total[plans] += _rows_of(calls, plans, shape) * t
     return total

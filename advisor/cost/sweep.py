@@ -30,6 +30,7 @@ from advisor.cost.timing import predict
 from advisor.cost.weights import requantize
 from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile
+from advisor.hardware.cluster import Cluster
 from advisor.hardware.comm import bus_factor
 
 
@@ -45,13 +46,14 @@ class Case:
     hw: HardwareProfile
     args: EngineArgs  # the engine's configuration for this plan, every default resolved once
     source: str = ""
+    cluster: Cluster | None = None  # the nodes the plan may span (None: one node, `hw`)
     # plan_features, flattened (`Features.flat`): per-case Python work done once
     _features: list[np.ndarray] = field(default_factory=list, compare=False, repr=False)
 
     def features(self) -> np.ndarray:
         """One row of `Features` for this case, as `Features.flat` (cached)."""
         if not self._features:
-            row = plan_features(self.arch, self.plan, self.hw, self.args, self.weights, _memory(self))
+            row = plan_features(self.arch, self.plan, self.hw, self.args, self.weights, _memory(self), self.cluster)
             self._features.append(Features.flat(row))
         return self._features[0]
 
@@ -65,34 +67,42 @@ class Case:
 
     @property
     def collectives(self) -> tuple[Collective, ...]:
-        return step_collectives(self.arch, self.plan, self.weights)
+        return step_collectives(self.arch, self.plan, self.weights, self.cluster, self.args.engine)
 
 
-def node_gpus(hw: HardwareProfile, gpus: int | None) -> int:
-    """GPUs a plan may use: `--gpus` of the node, or all of them."""
+def node_gpus(hw: HardwareProfile, gpus: int | None, cluster: Cluster | None = None) -> int:
+    """GPUs a plan may use: every GPU of a multi-node `cluster`, else `--gpus` of the node, or all of them."""
+    if cluster is not None and cluster.multi_node:
+        return cluster.gpus
     return min(gpus or hw.topology.num_gpus, hw.topology.num_gpus)
 
 
 def make_case(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settings, gpus: int | None = None,
-              source: str = "") -> Case:
-    """`gpus`: how many of the node's GPUs may be used (default all)."""
-    n = node_gpus(hw, gpus)
+              source: str = "", cluster: Cluster | None = None) -> Case:
+    """`gpus`: how many of the node's GPUs may be used (default all); `cluster`: the nodes a plan may span (a
+    multi-node cluster of `hw`; one node when None)."""
+    multi = cluster if cluster is not None and cluster.multi_node else None
+    n = node_gpus(hw, gpus, multi)
     weights = requantize(arch, settings.weight_dtype, settings.engine)
-    invalid = invalid_reason(arch, plan, n, weights, settings.engine, hw.gpu.sm or "")
+    invalid = invalid_reason(arch, plan, n, weights, settings.engine, hw.gpu.sm or "", multi)
     args = resolve(settings, arch, plan, hw)
     # memory of a plan the engine cannot even form (vLLM/SGLang: EP other than TP x DP) is undefined: reason only;
     # TensorRT-LLM forms moe_tp x moe_ep = TP x DP (`Plan.moe_tp`)
     formable = plan.ep in (1, plan.tp * plan.dp) or (settings.engine == "trtllm" and invalid is None)
     mem = memory_fit(arch, plan, hw, args, weights) if plan.gpus <= n and formable else None
-    case = Case(arch=arch, plan=plan, weights=weights, invalid=invalid, memory=mem, hw=hw, args=args, source=source)
+    case = Case(arch=arch, plan=plan, weights=weights, invalid=invalid, memory=mem, hw=hw, args=args, source=source,
+                cluster=multi)
     if case.runs:
         case.features()
     return case
 
 
 def all_cases(arch: ModelArch, hw: HardwareProfile, settings: Settings, gpus: int | None = None,
-              source: str = "") -> list[Case]:
-    return [make_case(arch, p, hw, settings, gpus, source) for p in candidate_plans(arch, node_gpus(hw, gpus))]
+              source: str = "", cluster: Cluster | None = None) -> list[Case]:
+    """Every candidate plan of `arch` on the node (or on `cluster` when it has several nodes)."""
+    multi = cluster if cluster is not None and cluster.multi_node else None
+    return [make_case(arch, p, hw, settings, gpus, source, multi)
+            for p in candidate_plans(arch, node_gpus(hw, gpus, multi), multi)]
 
 
 def fit_result(case: Case, hw: HardwareProfile) -> FitResult:
@@ -227,13 +237,14 @@ def evaluate(cases: list[Case], terms: Terms, concurrency: np.ndarray, input_len
              output_len: np.ndarray, calibrated: dict[str, Any] | None = None) -> Sweep:
     """One vectorised evaluation of runnable `cases` (one hardware profile and engine) x `concurrency` x paired
     (input_len, output_len), each case under its own resolved engine arguments (`Case.args`)."""
-    hw, engine = cases[0].hw, cases[0].args.engine
-    assert all(c.hw is hw and c.args.engine == engine for c in cases), "one hardware profile and engine per sweep"
+    hw, engine, cluster = cases[0].hw, cases[0].args.engine, cases[0].cluster
+    assert all(c.hw is hw and c.args.engine == engine and c.cluster == cluster for c in cases), \
+        "one hardware profile (and cluster) and engine per sweep"
     grid = Features.from_flat(np.stack([c.features() for c in cases])).grid()
     conc = np.asarray(concurrency, float)
     inp, outp = np.asarray(input_len, float), np.asarray(output_len, float)
     out = predict(grid, hw, terms, engine, conc[None, :, None], inp[None, None, :],
-                  outp[None, None, :], options=RunOptions(scheduled_ahead=grid.sched_ahead))
+                  outp[None, None, :], options=RunOptions(scheduled_ahead=grid.sched_ahead), cluster=cluster)
     frozen = {k: _readonly(v) for k, v in out.items()}
     return Sweep(cases=tuple(cases), hw=hw, concurrency=_readonly(conc), input_len=_readonly(inp),
                  output_len=_readonly(outp), out=frozen, calibrated=calibrated or {"how": "none", "rows": 0})

@@ -10,16 +10,18 @@ from advisor.cost.serving import RunOptions, scheduler, serve, wave_share
 from advisor.cost.step import comm_fn, step_time
 from advisor.cost.terms import Terms
 from advisor.hardware import HardwareProfile
+from advisor.hardware.cluster import Cluster
 
 
 def predict(F: Features, hw: HardwareProfile, terms: Terms, engine: str, concurrency: np.ndarray,
             input_len: np.ndarray, output_len: np.ndarray, benchmark: bool = False,
-            fixed_lengths: np.ndarray | bool = False, options: RunOptions = RunOptions()) -> dict[str, np.ndarray]:
+            fixed_lengths: np.ndarray | bool = False, options: RunOptions = RunOptions(),
+            cluster: Cluster | None = None) -> dict[str, np.ndarray]:
     """TTFT, TPOT, tok/s, running requests and the step breakdown (arrays broadcast to [P, C, L]); `benchmark`:
     as a closed-loop benchmark run measures them (its synchronized rounds included, `fixed_lengths` where every
     request had the same lengths), else the steady state of a deployment; `options`: the run's scheduling
-    options (engine defaults unless given)."""
-    comm = comm_fn(hw, engine)
+    options (engine defaults unless given); `cluster`: the nodes the plans span (one node when None)."""
+    comm = comm_fn(hw, engine, cluster)
 
     spec = bool(np.any(F.spec_k > 0))
 
