@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import shutil
+import subprocess
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from advisor.arch.model import ModelArch
 from advisor.hardware import HardwareProfile
@@ -20,6 +26,19 @@ CONFIGS = DATA / "configs"
 BENCH = DATA / "bench"
 COLLECTIVES = DATA / "collectives"
 CASE_STUDY = REPO / "advisor" / "examples" / "case_study.csv"
+
+
+# Hypothesis keeps no example database, and what else it stores (its cache of the constants in our modules, read
+# while tests are collected) goes to a temporary folder for the run: nothing under the working tree (no
+# `.hypothesis/`).
+settings.register_profile("repo", database=None)
+settings.load_profile("repo")
+_HYPOTHESIS_HOME = Path(tempfile.mkdtemp(prefix="advisor-tests-hypothesis-"))
+set_hypothesis_home_dir(_HYPOTHESIS_HOME)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_HYPOTHESIS_HOME, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -74,20 +93,61 @@ def advisor(monkeypatch: pytest.MonkeyPatch, empty_hf_home: Path) -> Callable[..
     monkeypatch.delenv("ADVISOR_DEBUG", raising=False)
 
     def run(*args: str, columns: int = 250) -> Run:
-        from advisor.cli import main
-
         monkeypatch.setenv("COLUMNS", str(columns))
-        monkeypatch.setattr(sys, "argv", ["advisor", *args])
-        out, err = io.StringIO(), io.StringIO()
-        code: int = 0
+        return Run(*_main(args))
+
+    return run
+
+
+def _main(args: tuple[str, ...] | list[str]) -> tuple[int, str, str]:
+    """`advisor.cli.main` with `sys.argv = ["advisor", *args]`: its exit code, stdout and stderr."""
+    from advisor.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code: int = 0
+    argv, sys.argv = sys.argv, ["advisor", *args]
+    try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 main()
             except SystemExit as exit_:
                 code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-        return Run(code, out.getvalue(), err.getvalue())
+    finally:
+        sys.argv = argv
+    return code, out.getvalue(), err.getvalue()
 
-    return run
+
+@contextlib.contextmanager
+def environment(env: Mapping[str, str | None], drop: tuple[str, ...] = (), cwd: Path | None = None) -> Iterator[None]:
+    """Inside: the variables starting with a `drop` prefix removed, then `env` set (None: unset), and `cwd` the
+    working directory; all restored on leaving."""
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    try:
+        for k in [k for k in os.environ if drop and k.startswith(drop)]:
+            del os.environ[k]
+        for k, v in env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        if cwd is not None:
+            os.chdir(cwd)
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+
+
+def cli(*args: str, env: Mapping[str, str | None] | None = None, drop: tuple[str, ...] = (),
+        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`advisor ARGS...` in this process: what `subprocess.run([sys.executable, "-m", "advisor.cli", *args],
+    capture_output=True, text=True)` gives (exit code, stdout, stderr, through the same `advisor.cli.main`), without
+    starting an interpreter and importing the package for every call. `env`, `drop`, `cwd`: as in `environment`.
+    Tests of what only a real process shows (import cost, signals, a terminal, a broken pipe) keep a subprocess."""
+    with environment(env or {}, drop, cwd):
+        code, out, err = _main(args)
+    return subprocess.CompletedProcess(["advisor", *args], code, out, err)
 
 
 def assert_one_line(r: Run, *words: str) -> None:

@@ -96,15 +96,22 @@ def invocation(draw: st.DrawFn, command: str, out_dir: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def offline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Offline, and run from an empty folder: a relative output path drawn (" ", "a/b/c/d") lands there, not in
+    the working tree."""
     saved = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "HF_HOME", "COLUMNS", "ADVISOR_DEBUG")}
     os.environ.update(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path_factory.mktemp("hf")), COLUMNS="100")
     os.environ.pop("ADVISOR_DEBUG", None)
-    yield tmp_path_factory.mktemp("out")
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    cwd = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("cwd"))
+    try:
+        yield tmp_path_factory.mktemp("out")
+    finally:
+        os.chdir(cwd)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _run(args: list[str]) -> tuple[int, str]:
