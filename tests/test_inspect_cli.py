@@ -1,4 +1,5 @@
-"""`advisor inspect` end to end (subprocess of `python -m advisor.cli`, as a user runs it), offline:
+"""`advisor inspect` end to end (`advisor.cli.main` in this process; a new `python -m advisor.cli`, as a user runs
+it, for the catalog answer and the remote-code config), offline:
 catalog answers with every documented JSON field, every config in tests/data/configs inspects, bad input
 is one line + exit 2."""
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import cli
 
 from advisor.arch.local import read_json_file
 from advisor.arch.reader import read_config
@@ -27,9 +29,14 @@ FIELDS = {"model", "source", "architecture", "num_layers", "hidden_size", "atten
 MOE_FIELDS = {"num_experts", "experts_per_token", "shared_experts", "moe_layers"}
 
 
-def run(*args: str, hf_home: Path, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "ADVISOR_"))}
-    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(hf_home), PYTHONPATH=str(REPO), COLUMNS="200")
+def run(*args: str, hf_home: Path, cwd: Path = REPO, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """`advisor inspect ARGS` offline from `cwd`: in this process (`conftest.cli`), or with `process` in a new
+    `python -m advisor.cli`, as a user runs it."""
+    env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(hf_home), "COLUMNS": "200"}
+    if not process:
+        return cli("inspect", *args, env=env, drop=("HF_", "ADVISOR_"), cwd=cwd)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("HF_", "ADVISOR_"))}, **env,
+           "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", "advisor.cli", "inspect", *args], capture_output=True,
                           text=True, env=env, cwd=cwd, timeout=120)
 
@@ -53,7 +60,7 @@ def _one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
 # ---- 9. offline catalog answers --------------------------------------------------------------------
 
 def test_offline_catalog_answers_with_design_fields(hf_home: Path) -> None:
-    proc = run("MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5", "--json", hf_home=hf_home)
+    proc = run("MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5", "--json", hf_home=hf_home, process=True)
     assert proc.returncode == 0, proc.stderr
     docs = json.loads(proc.stdout)
     assert [d["model"] for d in docs] == ["MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5"]
@@ -183,7 +190,7 @@ def test_remote_code_config_is_read_not_run(hf_home: Path, tmp_path: Path, confi
     (folder / "config.json").write_text(_llama_with(
         configs_dir, auto_map={"AutoConfig": "configuration_evil.C", "AutoModelForCausalLM": "modeling_evil.M"},
         trust_remote_code=True))
-    proc = run(str(folder), "--json", hf_home=hf_home, cwd=folder)
+    proc = run(str(folder), "--json", hf_home=hf_home, cwd=folder, process=True)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)[0]["num_layers"] == 32
     assert not marker.exists()

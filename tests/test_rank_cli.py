@@ -1,17 +1,18 @@
-"""`advisor rank` (and the fit/predict contract bits it relies on) through the real CLI, offline."""
+"""`advisor rank` (and the fit/predict contract bits it relies on) through the real CLI (`advisor.cli.main`, in this
+process; the import cost of its start in a new one), offline."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import cli
 
 from advisor import catalog
 
@@ -27,10 +28,8 @@ def hf_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run(hf_home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(hf_home), "COLUMNS": "250"}
-    env.pop("ADVISOR_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True, env=env,
-                          timeout=300)
+    """`advisor ARGS` offline, in this process (`conftest.cli`: what `python -m advisor.cli` gives)."""
+    return cli(*args, env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(hf_home), "COLUMNS": "250", "ADVISOR_DEBUG": None})
 
 
 def run_json(hf_home: Path, *args: str) -> Any:
