@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import BENCH, CASE_STUDY
+from conftest import BENCH, CASE_STUDY, cli
 
 REPO = Path(__file__).resolve().parents[1]
 METRICS = {"ttft_ms", "tpot_ms", "output_tok_s"}
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "250"}  # rich wraps cells to the terminal width
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True, cwd=REPO,
-                          env=env)
+    """`advisor ARGS` in this process (`conftest.cli`: what `python -m advisor.cli` gives)."""
+    return cli(*args, env={"COLUMNS": "250"}, cwd=REPO)  # rich wraps cells to the terminal width
 
 
 def _case() -> Path:

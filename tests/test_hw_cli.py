@@ -1,4 +1,5 @@
-"""`advisor hw ...` through the real entry point (exit codes, one JSON document, one-line errors)."""
+"""`advisor hw ...` through the real entry point, `advisor.cli.main` (exit codes, one JSON document, one-line
+errors): in this process, and in a new one for the bad-input exits."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import cli
 
 from advisor.hardware import known_ids, load_profile
 
@@ -15,12 +17,16 @@ REPO = Path(__file__).resolve().parents[1]
 FIX = Path(__file__).resolve().parent / "fixtures"
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
+def run(*args: str, cwd: Path = REPO, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """`advisor hw ARGS` from `cwd`: in this process (`conftest.cli`), or with `process` in a new
+    `python -m advisor.cli`."""
+    if not process:
+        return cli("hw", *args, cwd=cwd)
     return subprocess.run(
         [sys.executable, "-m", "advisor.cli", "hw", *args],
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=cwd,
         timeout=120,
     )
 
@@ -82,8 +88,8 @@ def test_hw_show_accepts_a_path(tmp_path: Path):
         ),
     ],
 )
-def test_bad_input_exits_2_with_one_line(args, needle: str):
-    r = run(*args)
+def test_bad_input_exits_2_with_one_line(args, needle: str, tmp_path: Path):
+    r = run(*args, cwd=tmp_path, process=True)  # from an empty folder: a relative -o lands there
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and needle in r.stderr and "Traceback" not in r.stderr
 
