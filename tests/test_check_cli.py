@@ -228,3 +228,25 @@ def test_trtllm_admits_only_with_room_for_the_whole_output(tmp_path: Path) -> No
     (doc,) = json.loads(r.stdout)["rows"]
     assert doc["measured"]["ttft_ms"] == pytest.approx(67163.884)
     assert doc["predicted"]["ttft_ms"] == pytest.approx(doc["measured"]["ttft_ms"], rel=0.3)
+
+
+def test_json_stays_valid_when_an_error_is_infinite(tmp_path: Path) -> None:
+    # the case study's first row with its TPOT measured as 1e-320 ms (a positive denormal, so the row is read):
+    # the signed error 100 x (15 - 1e-320) / 1e-320 overflows to +inf, written as null; the document parses with
+    # NaN and Infinity refused, and no numpy warning reaches stderr
+    head, first = CASE_STUDY.read_text().splitlines()[:2]
+    cells = first.split(",")
+    cells[head.split(",").index("tpot_ms")] = "1e-320"
+    f = tmp_path / "tiny.csv"
+    f.write_text(f"{head}\n{','.join(cells)}\n")
+    r = _cli("check", str(f), "--json")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"not JSON: {constant}")
+
+    row = json.loads(r.stdout, parse_constant=refuse)["rows"][0]
+    assert row["measured"]["tpot_ms"] == 1e-320 and 5 < row["predicted"]["tpot_ms"] < 50
+    assert row["error_pct"]["tpot_ms"] is None
+    measured, predicted = row["measured"]["output_tok_s"], row["predicted"]["output_tok_s"]
+    assert row["error_pct"]["output_tok_s"] == pytest.approx(100 * (predicted - measured) / measured, rel=1e-12)

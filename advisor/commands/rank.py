@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-import csv
-import sys
-from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from advisor.commands import options as opt
-from advisor.commands.output import emit
 from advisor.errors import AdvisorError
 
 if TYPE_CHECKING:
-    from advisor.cost.workload import Settings
-    from advisor.decide.choose import Ranking, Unranked
-    from advisor.decide.query import Objective, Query
-    from advisor.hardware import HardwareProfile
-    from advisor.resolve import Resolved
-
-CSV_COLUMNS = ("rank", "model", "hardware", "plan", "fits", "score", "quality", "quality_benchmark", "quality_source",
-               "ttft_ms", "tpot_ms", "per_user_tok_s", "output_tok_s",
-               "collectives_per_step", "allreduce_bytes_per_token", "kv_cache_tokens", "bottleneck", "reason",
-               "max_users_at_slo", "output_tok_s_at_slo", "binding_limit", "usd_per_mtok", "kwh_per_mtok", "replicas",
-               "node_output_tok_s", "spec_tokens", "tokens_per_step", "command", "command_notes", "why")
+    from advisor.decide.query import Objective
 
 
 def rank(
@@ -56,10 +42,12 @@ def rank(
         "--min-quality", help="Rank only models scoring at least this on the scale (unknown: not ranked, said).")
     ] = None,
     all_plans: Annotated[bool, typer.Option("--all-plans", help="List every valid plan of every model.")] = False,
-    hw: opt.HwMany = None, gpus: opt.Gpus = None, max_model_len: opt.MaxModelLen = None,
-    kv_cache_dtype: opt.KvCacheDtype = "auto",
+    hw: opt.HwMany = None, gpus: opt.Gpus = None, nodes: opt.Nodes = None, fabric: opt.FabricOpt = None,
+    max_model_len: opt.MaxModelLen = None,
+    kv_cache_dtype: opt.KvCacheDtype = opt.DEFAULT_KV_CACHE_DTYPE,
     gpu_memory_utilization: opt.GpuMemoryUtilization = None,
-    weight_dtype: opt.WeightDtypeOpt = None, engine: opt.EngineOpt = "vllm", engine_version: opt.EngineVersion = None,
+    weight_dtype: opt.WeightDtypeOpt = None, engine: opt.EngineOpt = opt.DEFAULT_ENGINE,
+    engine_version: opt.EngineVersion = None,
     calibration: opt.Calibration = None,
     speculative: opt.Speculative = "off", spec_tokens: opt.SpecTokens = None,
     spec_acceptance: opt.SpecAcceptance = None,
@@ -68,8 +56,14 @@ def rank(
     plot: Annotated[str | None, typer.Option("--plot", help="Write a PNG/SVG figure to this file.")] = None,
 ) -> None:
     """Rank models (and their best parallel plan) on this box; explain why; print the command to run."""
+    from advisor.decide.candidates import candidates
     from advisor.decide.query import Query
-    from advisor.quality.facts import USER_SCALE, lookup, read_user_file, resolve_scale
+    from advisor.decide.ranking import RankRequest, rank_models
+    from advisor.quality.facts import USER_SCALE, read_user_file, resolve_scale
+    from advisor.report.plots import write_rank_figure
+    from advisor.report.rank_csv import rank_csv
+    from advisor.report.sink import emit
+    from advisor.report.tables import rank_table
 
     own = read_user_file(quality_file) if quality_file is not None else None
     if own is not None and quality is not None:
@@ -86,85 +80,27 @@ def rank(
     if plot is not None and len(boxes) > 1:
         raise AdvisorError("--plot: draws one box; give one --hw")
     spec = opt.speculation(speculative, spec_tokens, spec_acceptance)
-    settings = opt.settings(max_model_len, kv_cache_dtype, gpu_memory_utilization, weight_dtype, engine,
-                            input_len + output_len, engine_version, spec if speculative == "mtp" else None)
-    good, unknown = _candidates(models, q, max_model_len)
-    scores = {r.arch.model: lookup(r.arch.model, scale, own) for r in good}
+    settings = opt.settings(engine=engine, engine_version=engine_version, max_model_len=max_model_len,
+                            kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=gpu_memory_utilization,
+                            weight_dtype=weight_dtype,
+                            need_tokens=input_len + output_len, spec=spec if speculative == "mtp" else None)
+    good, unknown = candidates(models, q, max_model_len)
     prices = gpu_hour_price or []
     if len(prices) not in (0, 1, len(boxes)):
         raise AdvisorError(f"--gpu-hour-price: give one price, or one per --hw ({len(boxes)}), not {len(prices)}")
-    ranking, profile = _rank_boxes(good, boxes, gpus, prices, engine, calibration, settings, q, scores, all_plans,
-                                   spec if speculative == "auto" else None)
-    ranking = replace(ranking, unranked=ranking.unranked + tuple(unknown))
-    if not ranking.rows:
-        why = "; ".join(d.reason if d.reason.startswith(d.model) else f"{d.model}: {d.reason}"
-                        for d in ranking.unranked)
-        raise AdvisorError(f"nothing to rank: {why}")
+    profiles = tuple(opt.hardware(box, gpus) for box in boxes)
+    req = RankRequest(query=q, settings=settings, boxes=profiles, quality_scale=scale, prices=tuple(prices),
+                      calibration=calibration, gpus=gpus, all_plans=all_plans, own_scores=own,
+                      auto_spec=spec if speculative == "auto" else None,
+                      clusters=tuple(opt.cluster(p, nodes, fabric, gpus) for p in profiles))
+    ranking = rank_models(req, good, unknown)
     if plot is not None:
-        _draw(ranking, profile, settings, q, plot)
+        write_rank_figure(ranking, profiles[-1], settings, plot)
     if csv_out:
-        _csv(ranking)
+        rank_csv(ranking)
         return
-    from advisor.report.tables import rank_table
-
-    emit([*ranking.rows, *ranking.unranked], json_out, lambda _: rank_table(ranking, profile, boxes=len(boxes) > 1))
-
-
-def _rank_boxes(good: list[Resolved], boxes: list[str], gpus: int | None, prices: list[float], engine: str,
-                calibration: str | None, settings: Settings, q: Query, scores: dict[str, Any], all_plans: bool,
-                auto_spec: dict[str, Any] | None) -> tuple[Ranking, HardwareProfile]:
-    """Each box's ranking under its own terms and price (with MTP where `auto_spec` and it wins, per model),
-    joined when there are several; and the last box's profile."""
-    from advisor.calibrate.store import terms_for
-    from advisor.decide.choose import best_of, joint
-    from advisor.decide.choose import rank as do_rank
-
-    rankings = []
-    for j, box in enumerate(boxes):
-        profile = opt.hardware(box, gpus)
-        terms, calibrated = terms_for(profile, engine, calibration)
-        price = prices[j] if len(prices) == len(boxes) else (prices[0] if prices else None)
-        qb = q.model_copy(update={"gpu_hour_price": price})
-        one = do_rank(good, profile, settings, terms, qb, calibrated, gpus, all_plans, scores)
-        if auto_spec is not None:
-            one = best_of(one, do_rank(good, profile, settings.model_copy(update=auto_spec), terms, qb, calibrated,
-                                       gpus, all_plans, scores))
-        rankings.append(one)
-    return (rankings[0] if len(rankings) == 1 else joint(rankings)), profile
-
-
-def _draw(ranking: Ranking, profile: HardwareProfile, settings: Settings, q: Query, plot: str) -> None:
-    """The ranking's figure: quality against throughput for best-under-slo, else the ranking's own."""
-    from advisor.report.plots import save
-
-    if q.objective == "best-under-slo":
-        from advisor.report.quality_plot import quality_figure
-
-        save(quality_figure(ranking, profile), plot)
-    else:
-        from advisor.report.plots import rank_figure
-
-        save(rank_figure(ranking, profile, settings), plot)
-
-
-def _candidates(models: list[str] | None, q: Query, max_model_len: int | None
-                ) -> tuple[list[Resolved], list[Unranked]]:
-    """Models that resolve and whose context holds the request; the others with the reason."""
-    from advisor.commands.models import problem, resolve_models
-    from advisor.decide.choose import Unranked
-    from advisor.errors import NotFound
-
-    resolved, missing = resolve_models(models, warn=False)  # reported in the ranking itself
-    unknown = [Unranked(model=ref, found=not isinstance(err, NotFound),
-                        reason=problem(ref, err).removeprefix(f"{ref}: ")) for ref, err in missing.items()]
-    good = []
-    for r in resolved:
-        try:
-            opt.check_lengths(r.arch.max_context, r.arch.model, q.input_len, q.output_len, max_model_len)
-            good.append(r)
-        except AdvisorError as err:
-            unknown.append(Unranked(model=r.arch.model, source=r.source, reason=str(err)))
-    return good, unknown
+    emit([*ranking.rows, *ranking.unranked], json_out,
+         lambda _: rank_table(ranking, profiles[-1], boxes=len(boxes) > 1))
 
 
 def _query(objective: str, concurrency: int, input_len: int, output_len: int, max_tpot_ms: float | None,
@@ -180,13 +116,3 @@ def _query(objective: str, concurrency: int, input_len: int, output_len: int, ma
     obj: Objective = objective  # type: ignore[assignment]
     return {"objective": obj, "concurrency": concurrency, "input_len": input_len, "output_len": output_len,
             "max_tpot_ms": max_tpot_ms, "max_ttft_ms": max_ttft_ms}
-
-
-def _csv(ranking: Ranking) -> None:
-    w = csv.DictWriter(sys.stdout, fieldnames=CSV_COLUMNS, extrasaction="ignore")
-    w.writeheader()
-    for d in [*ranking.rows, *ranking.unranked]:
-        row = d.model_dump(mode="json")
-        plan = row.get("plan")
-        notes = " | ".join(row.get("command_notes", []))
-        w.writerow({**row, "plan": plan["label"] if plan else "", "command_notes": notes})

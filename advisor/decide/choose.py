@@ -7,102 +7,35 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
-from advisor.cost.prediction import Prediction
 from advisor.cost.sweep import Case, Sweep, all_cases, evaluate, node_gpus
 from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
 from advisor.decide.command import Serving, serve_command
 from advisor.decide.explain import compare, plan_constraints, unfit_reason, verdict, why
+from advisor.decide.nodes import with_scale_out
 from advisor.decide.query import Query
+from advisor.decide.ranked import RankedPlan, Ranking, Unranked
 from advisor.hardware import HardwareProfile
+from advisor.hardware.cluster import Cluster
 from advisor.quality.facts import Quality
 from advisor.resolve import Resolved
 
 
-class RankedPlan(Prediction):
-    """One ranked row: the prediction at the scored workload, and why and how to run it."""
-
-    rank: int
-    score: float
-    objective: str
-    meets: bool  # goodput: some concurrency up to the asked one keeps TPOT/TTFT within the limits (else True)
-    miss: float  # goodput plans that do not meet: how far the closest point is beyond the limits (1.5 = 50% over)
-    constraints: list[str]
-    command: str
-    command_notes: list[str]  # what the command needs beyond itself (a pre-quantized checkpoint) and how the GPU
-    # runs the weight format
-    why: str
-    # with --max-tpot-ms/--max-ttft-ms: the most users within them, the throughput there and the limit that binds
-    max_users_at_slo: int | None = None
-    output_tok_s_at_slo: float | None = None
-    binding_limit: str | None = None
-    # at the operating point (the SLO capacity when limits are given, else the scored workload)
-    gpu_hour_price: float | None = None  # USD per GPU-hour of this row's box (--gpu-hour-price)
-    usd_per_mtok: float | None = None  # with --gpu-hour-price
-    kwh_per_mtok: float | None = None  # upper bound: every GPU at its rated board power
-    replicas: int = 1  # copies of the plan the node holds side by side
-    node_output_tok_s: float | None = None  # replicas x the plan's tok/s at the operating point
-    # quality on the query's one scale (published, sourced; or the user's own evals); None: unknown
-    quality: float | None = None
-    quality_benchmark: str | None = None
-    quality_ci95: float | None = None
-    quality_source: str | None = None
-    quality_measured_on: str | None = None  # the model id the score belongs to (a variant says whose)
-    quality_note: str | None = None
-
-
-class Unranked(BaseModel):
-    """A model that could not be ranked (runs nowhere, unknown, or too short a context), with the reason."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    model: str
-    source: str | None = None
-    found: bool = True  # False: no source holds the model (the reason says "not found")
-    fits: bool = False
-    reason: str
-    rank: None = None
-
-
-@dataclass(frozen=True)
-class Ranking:
-    rows: tuple[RankedPlan, ...]
-    unranked: tuple[Unranked, ...]
-    sweep: Sweep | None  # every runnable plan of every ranked model over the query's grid
-    query: Query
-    verdict: str | None = None  # when no plan meets the query's limits: that, and the closest plan
-    comparison: str | None = None  # how #1 beats #2, by the computed difference that matters most
-
-    def best_and_others(self) -> list[tuple[str, int, bool]]:
-        """(model, case index in the sweep, is the ranked plan) for each ranked model's runnable plans, ranked
-        plan first, models in rank order."""
-        assert self.sweep is not None
-        out: list[tuple[str, int, bool]] = []
-        for row in self.rows:
-            if any(m == row.model for m, _, _ in out):
-                continue
-            cases = [(i, c) for i, c in enumerate(self.sweep.cases) if c.arch.model == row.model]
-            best = next(i for i, c in cases if c.plan.label() == row.plan.label)
-            out.append((row.model, best, True))
-            out += [(row.model, i, False) for i, _ in cases if i != best]
-        return out
-
-
 def rank(resolved: list[Resolved], hw: HardwareProfile, settings: Settings, terms: Terms, q: Query,
          calibrated: dict[str, Any], gpus: int | None = None, all_plans: bool = False,
-         quality: dict[str, Quality | None] | None = None) -> Ranking:
+         quality: dict[str, Quality | None] | None = None, cluster: Cluster | None = None) -> Ranking:
     """Best plan per model (every runnable plan with `all_plans`): plans that meet the query first, by score;
-    then (goodput) the ones that miss its limits, closest first."""
-    per_model = {r.arch.model: all_cases(r.arch, hw, settings, gpus, r.source) for r in resolved}
+    then (goodput) the ones that miss its limits, closest first. `cluster`: several nodes of `hw` (`--nodes`), each
+    row then says what the extra nodes buy (`decide/nodes.py`)."""
+    per_model = {r.arch.model: all_cases(r.arch, hw, settings, gpus, r.source, cluster) for r in resolved}
     runnable = [c for cases in per_model.values() for c in cases if c.runs]
     unfit = [Unranked(model=r.arch.model, source=r.source, reason=unfit_reason(per_model[r.arch.model], hw))
              for r in resolved if not any(c.runs for c in per_model[r.arch.model])]
     if not runnable:
         return Ranking(rows=(), unranked=tuple(unfit), sweep=None, query=q)
     grid = np.array(q.grid(), dtype=float)
-    sweep = evaluate(runnable, hw, settings, terms, grid, np.array([q.input_len]), np.array([q.output_len]),
+    sweep = evaluate(runnable, terms, grid, np.array([q.input_len]), np.array([q.output_len]),
                      calibrated)
     s = _scores(sweep, grid, q)
     rows: list[RankedPlan] = []
@@ -111,9 +44,10 @@ def rank(resolved: list[Resolved], hw: HardwareProfile, settings: Settings, term
         order = sorted(idx, key=lambda i: (not s.meets[i], -s.score[i], s.miss[i], runnable[i].plan.gpus))
         for i in order if all_plans else order[:1]:
             row = _row(sweep, i, int(grid[s.col[i]]), cases, settings, q, s, float(s.score[i]))
-            cap = _capacity(sweep, i, int(s.col[i]), q, settings, terms, node_gpus(hw, gpus))
+            cap = _capacity(sweep, i, int(s.col[i]), q, settings, terms, node_gpus(hw, gpus, cluster))
             rows.append(row.model_copy(update={**cap,
                                                **_quality((quality or {}).get(name))}))
+    rows = with_scale_out(rows, resolved, hw, settings, terms, q, cluster)
     rows.sort(key=lambda d: order_key(d, q))
     rows, dropped = _min_quality(rows, q)
     unfit += dropped
@@ -174,17 +108,14 @@ def _row(sweep: Sweep, i: int, concurrency: int, cases: list[Case], settings: Se
          score: float) -> RankedPlan:
     case = sweep.cases[i]
     pred = sweep.at(i, concurrency)
-    mem = case.memory
-    assert mem is not None
-    serving = Serving(model=case.arch.model, plan=case.plan, max_model_len=mem.max_model_len, kv_dtype=mem.kv_dtype,
-                      checkpoint_dtype=case.arch.weight_dtype, remote_code=case.arch.remote_code,
-                      memory_fraction=mem.budget.utilization, moe=case.arch.moe is not None,
-                      moe_only_groups=_only_experts_converted(case, settings),
-                      spec_tokens=pred.spec_tokens)
-    cmd = serve_command(serving, sweep.hw, settings)
+    serving = Serving(model=case.arch.model, plan=case.plan, checkpoint_dtype=case.arch.weight_dtype,
+                      remote_code=case.arch.remote_code, moe=case.arch.moe is not None,
+                      moe_only_groups=_only_experts_converted(case, settings), spec_tokens=pred.spec_tokens)
+    cmd = serve_command(serving, sweep.hw, case.args, case.cluster)
     meets = bool(s.meets[i])
     return RankedPlan(**dict(pred), rank=0, score=score, objective=q.objective, meets=meets,
                       miss=float(s.miss[i]), constraints=plan_constraints(case, cases, sweep.hw), command=cmd.command,
+                      commands=[launch.doc() for launch in cmd.launches],
                       command_notes=list(cmd.notes), why=why(pred, case, None if meets else q))
 
 
@@ -199,7 +130,7 @@ def _capacity(sweep: Sweep, i: int, col: int, q: Query, settings: Settings, term
     out: dict[str, Any] = {}
     tok_s: float | None = None
     if q.max_tpot_ms is not None or q.max_ttft_ms is not None:
-        cap = slo_capacity(sweep, i, q, case, sweep.hw, settings, terms)
+        cap = slo_capacity(sweep, i, q, case, terms)
         out.update(max_users_at_slo=cap.users, output_tok_s_at_slo=cap.output_tok_s, binding_limit=cap.binding)
         if q.objective == "latency":  # no load asked: the operating point is the most users within the targets
             tok_s = cap.output_tok_s

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.cost.prediction import Prediction
 from advisor.hardware import HardwareProfile
-from advisor.report.units import plural
+from advisor.text import plural
 
 if TYPE_CHECKING:
     from advisor.cost.sweep import Case
-    from advisor.decide.choose import RankedPlan
     from advisor.decide.query import Query
+    from advisor.decide.ranked import RankedPlan
 
 WORD = {"weights": "reading weights", "kv": "reading KV cache", "compute": "compute",
         "comm": "communication", "overhead": "fixed latency (kernel floors, per-layer and per-step time)"}
@@ -60,6 +60,11 @@ def why(d: Prediction, case: Case, missed: Query | None = None) -> str:
     if d.allreduces_per_step:
         parts.append(f"{d.allreduces_per_step} allreduces per step of {call_kb:.0f} KiB "
                      f"(hidden {arch.hidden_size}) cost {b['comm']:.1f} ms")
+    if case.cluster is not None:  # several nodes: which collectives cross which link, at what share of the step
+        from advisor.decide.nodes import link_shares
+
+        if shares := link_shares(d, case):
+            parts.append(shares)
     if held := prefill_note(d):
         parts.append(held)
     kv = (d.kv_bytes_per_token_per_gpu or 0) / 1024

@@ -9,12 +9,20 @@ with the most throughput per GPU among those within the latency targets (TPOT an
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from advisor.cost.sweep import Sweep
 from advisor.decide.query import Query
+from advisor.errors import AdvisorError
+
+if TYPE_CHECKING:
+    from advisor.cost.workload import Settings
+    from advisor.hardware import HardwareProfile
+    from advisor.hardware.cluster import Cluster
+    from advisor.resolve import Resolved
 
 
 class ParetoPoint(BaseModel):
@@ -78,3 +86,20 @@ def frontier(sweep: Sweep, q: Query) -> Frontier:
         best = max(ok, key=lambda j: float(mine[j]["output_tok_s_per_gpu"]), default=None)  # type: ignore[arg-type]
         out += [ParetoPoint(**p, frontier=bool(mask[j]), operating=j == best) for j, p in enumerate(mine)]
     return Frontier(points=tuple(out), query=q)
+
+
+def pareto(good: list[Resolved], q: Query, hw: HardwareProfile, settings: Settings, gpus: int | None,
+           calibration: str | None, cluster: Cluster | None = None) -> Frontier:
+    """Every runnable plan of the models (`candidates.candidates`, as `rank` takes them) at every concurrency of
+    the grid, and the frontier (on `cluster`'s nodes with --nodes). AdvisorError when no plan runs at all."""
+    from advisor.calibrate.store import terms_for
+    from advisor.cost.sweep import all_cases, evaluate
+    from advisor.decide.query import GRID
+
+    cases = [c for r in good for c in all_cases(r.arch, hw, settings, gpus, r.source, cluster) if c.runs]
+    if not cases:
+        raise AdvisorError("nothing to draw: no model has a plan that runs on this box")
+    terms, calibrated = terms_for(hw, settings.engine, calibration)
+    sweep = evaluate(cases, terms, np.array(GRID, dtype=float), np.array([q.input_len]),
+                     np.array([q.output_len]), calibrated)
+    return frontier(sweep, q)

@@ -1,64 +1,44 @@
-"""`advisor check`'s rows, written straight from the columns they were computed in: JSON text (one compact
-object per line) or table lines, a few thousand rows at a time, so 200k rows need neither a list of dicts nor one
-big string. Renders what `commands.check.check_doc` computed; computes nothing itself."""
+"""`advisor check`'s rows, made from the columns they were computed in (`calibrate/check.py`), a few thousand at
+a time, so 200k rows need neither a list of all their records nor one big string: JSON records (one dict per
+row, which the sink writes through `json.dumps`, non-finite floats already null) or table cells. Renders what
+`check_files` computed; computes nothing itself."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from json.encoder import encode_basestring_ascii as js
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from advisor.calibrate.check import METRICS, Computed
 from advisor.calibrate.measurements import Rejected
-from advisor.calibrate.predict_table import Prepared
-from advisor.commands.output import RawJSON, Stream
+from advisor.report.sink import Stream
 from advisor.report.units import num
 
-METRICS = ("ttft_ms", "tpot_ms", "output_tok_s")
 CHUNK = 4096
 _TEMPLATE_KEYS = ("model", "hardware", "engine", "engine_version", "weight_dtype", "tp", "pp", "dp", "ep")
 _RAW_KEYS = (*_TEMPLATE_KEYS, "concurrency", "input_len", "output_len", "source")
-
-
-@dataclass(frozen=True)
-class Computed:
-    """What check_doc computed: the prepared rows, predictions and signed % errors [N] (nan = none), the
-    `calibrated` note per bucket key, each row's note, and the rejected rows."""
-
-    prep: Prepared
-    pred: dict[str, np.ndarray]
-    err: dict[str, np.ndarray]
-    how: dict[tuple[str, str], dict[str, Any]]
-    note: Callable[[int, bool, bool, bool], str | None]  # (reason, no input_len, no output_len, trtllm)
-    rejected: list[Rejected]
+_NO_ERROR = dict.fromkeys(METRICS)
 
 
 class CheckRows(Stream):
-    """The rows of `check`: iterating gives each row's JSON (RawJSON); `lines()` gives table lines."""
+    """The rows of `check`: iterating gives each row's JSON record; `lines()` gives table cells."""
 
     def __init__(self, c: Computed, progress: Callable[[int], None] | None = None) -> None:
-        super().__init__(len(c.prep.table) + len(c.rejected), self._json, progress)
+        super().__init__(len(c), self._records, progress)
         self.c = c
         t = c.prep.table
-        self._prefix = ["{" + ", ".join(f"{js(k)}: {json.dumps(getattr(tm, k))}" for k in _TEMPLATE_KEYS)
-                        for tm in t.templates]
-        self._file = [js(tm.file) for tm in t.templates]
+        self._input = [{k: getattr(tm, k) for k in _TEMPLATE_KEYS} for tm in t.templates]
+        self._file = [tm.file for tm in t.templates]
         self._name = [Path(tm.file).name for tm in t.templates]
         self._trt = [tm.engine == "trtllm" for tm in t.templates]
-        self._notes: dict[tuple[int, bool, bool, bool], str | None] = {}
 
     def _note(self, reason: int, inp: float, out: float, config: int) -> str | None:
-        k = (reason, inp != inp, out != out, self._trt[config])
-        if k not in self._notes:
-            self._notes[k] = self.c.note(*k)
-        return self._notes[k]
+        return self.c.note(reason, inp != inp, out != out, self._trt[config])
 
-    def _chunks(self) -> Iterator[tuple[int, dict[str, list[Any]]]]:
-        """Row offset and that chunk's columns as Python lists."""
+    def _chunks(self) -> Iterator[dict[str, list[Any]]]:
+        """Each chunk's columns as Python lists (floats, nan where there is no value)."""
         p, t = self.c.prep, self.c.prep.table
         for lo in range(0, len(t), CHUNK):
             s = slice(lo, lo + CHUNK)
@@ -67,54 +47,48 @@ class CheckRows(Stream):
             cols.update({f"pred_{m}": self.c.pred[m][s].tolist() for m in METRICS})
             cols.update({f"err_{m}": self.c.err[m][s].tolist() for m in METRICS})
             cols.update(reason=p.reason[s].tolist(), key=p.key[s].tolist(), source=t.source[s])
-            yield lo, cols
+            yield cols
 
-    def _json(self) -> Iterator[Any]:
-        keys, how = self.c.prep.keys, {k: json.dumps(v) for k, v in self.c.how.items()}
-        notes: dict[str | None, str] = {}
-        for _, col in self._chunks():
-            tok = {k: ["null" if v != v else repr(v) for v in col[k]]
-                   for k in (*METRICS, *(f"{w}_{m}" for w in ("pred", "err") for m in METRICS))}
-            m1, m2, m3 = tok["ttft_ms"], tok["tpot_ms"], tok["output_tok_s"]
-            p1, p2, p3 = tok["pred_ttft_ms"], tok["pred_tpot_ms"], tok["pred_output_tok_s"]
-            e1, e2, e3 = tok["err_ttft_ms"], tok["err_tpot_ms"], tok["err_output_tok_s"]
-            for j in range(len(col["config"])):
-                c, r, inp, out = col["config"][j], col["reason"][j], col["input_len"][j], col["output_len"][j]
-                note = self._note(r, inp, out, c)
-                if note not in notes:
-                    notes[note] = json.dumps(note)
-                src = col["source"][j] or f"{self._name[c]} row {col['row'][j]}"
-                if r < 0:
-                    pred = f'{{"ttft_ms": {p1[j]}, "tpot_ms": {p2[j]}, "output_tok_s": {p3[j]}}}'
-                    err = f'"ttft_ms": {e1[j]}, "tpot_ms": {e2[j]}, "output_tok_s": {e3[j]}'
-                    cal = how[keys[col["key"][j]]]
-                else:
-                    pred, err, cal = "null", '"ttft_ms": null, "tpot_ms": null, "output_tok_s": null', "null"
-                yield RawJSON(
-                    f'{{"input": {self._prefix[c]}, "concurrency": {int(col["concurrency"][j])}, '
-                    f'"input_len": {_i(inp)}, "output_len": {_i(out)}, "source": {js(src)}, "file": {self._file[c]}, '
-                    f'"row": {col["row"][j]}}}, "measured": {{"ttft_ms": {m1[j]}, "tpot_ms": {m2[j]}, '
-                    f'"output_tok_s": {m3[j]}}}, "predicted": {pred}, "error_pct": {{{err}}}, '
-                    f'"reason": {notes[note]}, "calibrated": {cal}}}')
+    def _records(self) -> Iterator[dict[str, Any]]:
+        """Each row's record: input (conditions, file and row), measured, predicted (None when not predicted),
+        error_pct, reason, calibrated; non-finite numbers as None."""
+        keys, how = self.c.prep.keys, self.c.how
+        for col in self._chunks():
+            v = {k: _finite(col[k]) for k in (*METRICS, *(f"{w}_{m}" for w in ("pred", "err") for m in METRICS))}
+            m1, m2, m3 = v["ttft_ms"], v["tpot_ms"], v["output_tok_s"]
+            p1, p2, p3 = v["pred_ttft_ms"], v["pred_tpot_ms"], v["pred_output_tok_s"]
+            e1, e2, e3 = v["err_ttft_ms"], v["err_tpot_ms"], v["err_output_tok_s"]
+            for j, c in enumerate(col["config"]):
+                r, inp, out = col["reason"][j], col["input_len"][j], col["output_len"][j]
+                ok = r < 0
+                yield {
+                    "input": {**self._input[c], "concurrency": int(col["concurrency"][j]), "input_len": _int(inp),
+                              "output_len": _int(out), "source": col["source"][j] or f"{self._name[c]} row "
+                                                                                    f"{col['row'][j]}",
+                              "file": self._file[c], "row": col["row"][j]},
+                    "measured": {"ttft_ms": m1[j], "tpot_ms": m2[j], "output_tok_s": m3[j]},
+                    "predicted": {"ttft_ms": p1[j], "tpot_ms": p2[j], "output_tok_s": p3[j]} if ok else None,
+                    "error_pct": {"ttft_ms": e1[j], "tpot_ms": e2[j], "output_tok_s": e3[j]} if ok else _NO_ERROR,
+                    "reason": self._note(r, inp, out, c), "calibrated": how[keys[col["key"][j]]] if ok else None}
         for rej in self.c.rejected:
-            yield _rejected_doc(rej)
+            yield rejected_record(rej)
 
-    def lines(self, widths: list[int]) -> Iterator[list[str]]:
+    def lines(self) -> Iterator[list[str]]:
         """Each row's table cells: model, hw/engine, plan, C, in/out, TTFT, TPOT, tok/s (measured / predicted
         (error)), note."""
         t = self.c.prep.table
         label = [(tm.model, f"{tm.hardware}/{tm.engine or 'vllm'}", f"TP{tm.tp} PP{tm.pp} DP{tm.dp} EP{tm.ep}")
                  for tm in t.templates]
-        for _, col in self._chunks():
-            for j in range(len(col["config"])):
-                c, r, inp, out = col["config"][j], col["reason"][j], col["input_len"][j], col["output_len"][j]
+        for col in self._chunks():
+            for j, c in enumerate(col["config"]):
+                r, inp, out = col["reason"][j], col["input_len"][j], col["output_len"][j]
                 ok = r < 0
                 metrics = [_metric(col[m][j], col[f"pred_{m}"][j] if ok else None, col[f"err_{m}"][j] if ok else None)
                            for m in METRICS]
                 yield [*label[c], str(int(col["concurrency"][j])), f"{_i(inp, '?')}/{_i(out, '?')}", *metrics,
                        self._note(r, inp, out, c) or ""]
         for rej in self.c.rejected:
-            d = json.loads(_rejected_doc(rej))
+            d = rejected_record(rej)
             i, m = d["input"], d["measured"]
             yield [str(i["model"]), f"{i['hardware']}/{i['engine'] or 'vllm'}",
                    f"TP{i['tp'] or '?'} PP{i['pp'] or 1} DP{i['dp'] or 1} EP{i['ep'] or 1}", str(i["concurrency"]),
@@ -122,7 +96,22 @@ class CheckRows(Stream):
                    *(_metric(m[k] if m[k] is not None else float("nan"), None, None) for k in METRICS), d["reason"]]
 
 
-def _i(v: float, missing: str = "null") -> str:
+def _finite(values: list[float]) -> list[float | None]:
+    """The column with nan and +-inf as None (JSON null)."""
+    bad = np.flatnonzero(~np.isfinite(np.asarray(values, float)))
+    if not bad.size:
+        return list(values)
+    out: list[float | None] = list(values)
+    for k in bad.tolist():
+        out[k] = None
+    return out
+
+
+def _int(v: float) -> int | None:
+    return None if v != v else int(v)
+
+
+def _i(v: float, missing: str) -> str:
     return missing if v != v else str(int(v))
 
 
@@ -142,8 +131,8 @@ def _number(cell: str | None) -> float | None:
     return v if v == v and abs(v) != float("inf") else None
 
 
-def _rejected_doc(rej: Rejected) -> RawJSON:
-    return RawJSON(json.dumps({
-        "input": {**{k: rej.raw.get(k) for k in _RAW_KEYS}, "file": rej.file, "row": rej.row},
-        "measured": {m: _number(rej.raw.get(m)) for m in METRICS}, "predicted": None,
-        "error_pct": {m: None for m in METRICS}, "reason": f"rejected: {rej.reason}", "calibrated": None}))
+def rejected_record(rej: Rejected) -> dict[str, Any]:
+    """A row rejected when read: its raw cells, the finite measured numbers, the reason."""
+    return {"input": {**{k: rej.raw.get(k) for k in _RAW_KEYS}, "file": rej.file, "row": rej.row},
+            "measured": {m: _number(rej.raw.get(m)) for m in METRICS}, "predicted": None,
+            "error_pct": dict.fromkeys(METRICS), "reason": f"rejected: {rej.reason}", "calibrated": None}

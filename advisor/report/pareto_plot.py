@@ -57,3 +57,11 @@ def pareto_figure(front: Frontier, title: str) -> Any:
     ax.legend(fontsize="small" if len(models) <= 10 else "x-small", ncol=1 if len(models) <= 10 else 2,
               loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
+
+
+def write_figure(front: Frontier, hw_id: str, engine: str, path: str) -> None:
+    """The figure, titled with the box and the workload, written as PNG or SVG (`plots.save`)."""
+    from advisor.report.figfile import save
+
+    q = front.query
+    save(pareto_figure(front, f"{hw_id}: {q.input_len} in / {q.output_len} out, {engine}"), path)

@@ -6,19 +6,16 @@ matplotlib is imported inside the functions (the CLI must start without it).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from advisor.cost.prediction import BREAKDOWN, PerGpu, Prediction
 from advisor.cost.workload import Settings
-from advisor.decide.choose import Ranking
-from advisor.errors import AdvisorError
-from advisor.files import atomic_output
+from advisor.decide.ranked import Ranking
 from advisor.hardware import HardwareProfile
+from advisor.report.figfile import save
 
 GiB = 2**30
 # Memory stack of panel (c). "reserve" is what --gpu-memory-utilization keeps back: capacity - budget
@@ -116,14 +113,11 @@ def _short(d: Prediction) -> str:
     return f"{d.model.rsplit('/', 1)[-1]} {d.plan.label}"
 
 
-def save(fig: Any, path: str | os.PathLike[str]) -> None:
-    """Write PNG or SVG (by extension) atomically (advisor.files)."""
-    target = Path(path)
-    fmt = target.suffix.lower().lstrip(".")
-    if fmt not in ("png", "svg"):
-        raise AdvisorError(f"--plot: {target}: give a .png or .svg file name")
-    directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise AdvisorError(f"--plot: {target}: directory {directory} does not exist")
-    with atomic_output(target, "wb") as fh:
-        fig.savefig(fh, format=fmt)
+def write_rank_figure(ranking: Ranking, hw: HardwareProfile, settings: Settings, path: str) -> None:
+    """The ranking's figure (`--plot`): quality against throughput for best-under-slo, else `rank_figure`."""
+    if ranking.query.objective == "best-under-slo":
+        from advisor.report.quality_plot import quality_figure
+
+        save(quality_figure(ranking, hw), path)
+    else:
+        save(rank_figure(ranking, hw, settings), path)

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from advisor.decide.choose import Ranking
 from advisor.decide.pareto import pareto_mask
+from advisor.decide.ranked import Ranking
 from advisor.hardware import HardwareProfile
 from advisor.report.pareto_plot import style
 

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from advisor.calibrate.provenance import calibration_line
 from advisor.decide.explain import prefill_note
 from advisor.hardware import HardwareProfile
 from advisor.report.fitwidth import Col, fitted_table, print_line, say_dropped
-from advisor.report.units import billions, gb, gib, kib, plural
+from advisor.report.units import billions, gb, gib, kib
+from advisor.text import plural
 
 if TYPE_CHECKING:
     from advisor.cost.prediction import FitResult, Prediction
-    from advisor.decide.choose import RankedPlan, Ranking
+    from advisor.decide.architecture import ModelSummary
     from advisor.decide.query import Query
+    from advisor.decide.ranked import RankedPlan, Ranking
 
 
 LOG_LINES_MAX = 8  # plans whose start-up log lines `fit_table` prints
@@ -25,44 +28,43 @@ INSPECT_COLS = (Col("model", 10, fold=True), Col("attention", 5), Col("layers", 
                 Col("KV/token", 3, right=True), Col("source", 1, fold=True))
 
 
-def inspect_table(docs: list[dict[str, Any]]) -> None:
+def inspect_table(docs: list[ModelSummary]) -> None:
     cells = []
     for d in docs:
-        kinds = [f"{v} {k.replace('_attention', '')}" for k, v in d["layer_kinds"].items()
+        kinds = [f"{v} {k.replace('_attention', '')}" for k, v in d.layer_kinds.items()
                  if v and not k.endswith("_mlp")]
-        if d.get("mlp_only_layers"):
-            kinds.append(f"{d['mlp_only_layers']} MLP-only")
-        moe = d["moe"]
-        experts = f"{moe['num_experts']} top-{moe['experts_per_token']}" + (
-            f" +{moe['shared_experts']} shared" if moe["shared_experts"] else "") if moe else "dense"
-        attn = f"{d['attention']} {d['num_attention_heads']}h/{d['num_kv_heads']}kv x{d['head_dim']}"
-        cells.append([d["model"], attn, f"{d['num_layers']}: {', '.join(kinds)}", experts, billions(d["total_params"]),
-                      billions(d["active_params"]), f"{gb(d['weight_bytes'])} {d['weight_dtype']}",
-                      f"{kib(d['kv_bytes_per_token'])} {d['kv_dtype']}", d["source"].split(" (")[0]])
+        if d.mlp_only_layers:
+            kinds.append(f"{d.mlp_only_layers} MLP-only")
+        moe = d.moe
+        experts = f"{moe.num_experts} top-{moe.experts_per_token}" + (
+            f" +{moe.shared_experts} shared" if moe.shared_experts else "") if moe else "dense"
+        attn = f"{d.attention} {d.num_attention_heads}h/{d.num_kv_heads}kv x{d.head_dim}"
+        cells.append([d.model, attn, f"{d.num_layers}: {', '.join(kinds)}", experts, billions(d.total_params),
+                      billions(d.active_params), f"{gb(d.weight_bytes)} {d.weight_dtype}",
+                      f"{kib(d.kv_bytes_per_token)} {d.kv_dtype}", d.source.split(" (")[0]])
     console = Console()
     table, dropped = fitted_table(console, "Model architectures", INSPECT_COLS, cells)
     console.print(table)
     say_dropped(console, dropped)
     for d in docs:
-        if " (" in d["source"]:
-            console.print(Text(f"{d['model']}: answered from the bundled catalog ({d['source'].split(' (', 1)[1]}"))
+        if " (" in d.source:
+            console.print(Text(f"{d.model}: answered from the bundled catalog ({d.source.split(' (', 1)[1]}"))
     for d in docs:
         _quality_lines(console, d)
 
 
-def _quality_lines(console: Console, d: dict[str, Any]) -> None:
+def _quality_lines(console: Console, d: ModelSummary) -> None:
     """A model's published quality scores, each with its source and kind; "unknown" when there is none."""
-    facts = d.get("quality") or []
-    if not facts:
-        console.print(Text(f"{d['model']} quality: unknown (no published score in advisor/quality/quality.csv)"))
+    if not d.quality:
+        console.print(Text(f"{d.model} quality: unknown (no published score in advisor/quality/quality.csv)"))
         return
-    whose = f" (scores of {d['quality_scored_as']}: {d['quality_note']})" if d.get("quality_note") else ""
-    console.print(Text(f"{d['model']} quality{whose}:"))
-    for f in sorted(facts, key=lambda f: (not f["default_scale"], f["benchmark"])):
-        ci = f" ±{f['ci95']:g}" if f["ci95"] else ""
-        mark = " [default scale]" if f["default_scale"] else ""
-        console.print(Text(f"   {f['benchmark']}{mark}: {f['score']:g}{ci} {f['unit']} ({f['kind']}"
-                           f"{', ' + f['date'] if f['date'] else ''}); source: {f['source']}"))
+    whose = f" (scores of {d.quality_scored_as}: {d.quality_note})" if d.quality_note else ""
+    console.print(Text(f"{d.model} quality{whose}:"))
+    for f in sorted(d.quality, key=lambda f: (not f.default_scale, f.benchmark)):
+        ci = f" ±{f.ci95:g}" if f.ci95 else ""
+        mark = " [default scale]" if f.default_scale else ""
+        console.print(Text(f"   {f.benchmark}{mark}: {f.score:g}{ci} {f.unit} ({f.kind}"
+                           f"{', ' + f.date if f.date else ''}); source: {f.source}"))
 
 
 def fit_table(docs: list[FitResult], hw: HardwareProfile) -> None:
@@ -95,7 +97,9 @@ def fit_table(docs: list[FitResult], hw: HardwareProfile) -> None:
 
 def predict_panel(d: Prediction) -> None:
     console = Console()
-    head = f"{d.model} on {d.hardware} at {d.plan.label}"
+    box = (f"{d.cluster.nodes} x {d.hardware} ({d.cluster.fabric_name or 'one NVLink domain'})" if d.cluster
+           else d.hardware)
+    head = f"{d.model} on {box} at {d.plan.label}"
     if not d.fits or d.breakdown_ms is None:
         console.print(f"{head}: does not run: {d.reason}")
         return
@@ -166,7 +170,7 @@ def rank_table(ranking: Ranking, hw: HardwareProfile, boxes: bool = False) -> No
                 console.print(Text(f"   note: {note}"))
     for u in tail:
         console.print(Text.assemble((f"-  {u.model}", "bold"), f": {u.reason}"))
-    for line in (ranking.verdict, ranking.comparison):
+    for line in (ranking.verdict, ranking.comparison, *dict.fromkeys(d.scale_out for d in rows if d.scale_out)):
         if line:
             console.print(Text(line))
     seen = set()
@@ -203,22 +207,6 @@ def capacity_line(d: RankedPlan, q: Query, hw: HardwareProfile) -> str:
     if d.replicas > 1 and d.node_output_tok_s:
         parts.append(f"{d.replicas} replicas of {d.plan.label} fit the node: {d.node_output_tok_s:,.0f} tok/s in all")
     return "; ".join(parts)
-
-
-def calibration_line(cal: dict[str, Any]) -> str:
-    """Where the step-level terms came from, in one line, with a term fitted to its bound said."""
-    bound = (f"; at a fit bound (the data push past it; treat with care): {', '.join(cal['bounds_hit'])}"
-             if cal.get("bounds_hit") else "")
-    if not cal.get("rows"):
-        held = (cal.get("cv") or {}).get("tpot_ms", {}).get("median_abs_pct")
-        err = f"; held-out median TPOT error for a GPU never measured: {held:.0f}%" if held is not None else ""
-        return f"{cal['how']}{err}{bound}"
-    cv = cal.get("cv", {}).get("tpot_ms") or cal.get("cv", {}).get("output_tok_s") or {}
-    pct = cv.get("median_abs_pct")
-    err = f", held-out median error {pct:.0f}%" if pct is not None else ""
-    instead = f"; in place of {cal['replaces']}" if cal.get("replaces") else ""
-    return (f"{cal['how']} ({cal['hardware']}/{cal['engine']}, fitted on {plural(cal['rows'], 'measured row')}{err})"
-            f"{instead}{bound}")
 
 
 def _count(n: float) -> str:

@@ -1,4 +1,4 @@
-"""Human formatting of counts and sizes."""
+"""Human formatting of counts and sizes in tables (`advisor.text.plural` is shared with `decide`)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,6 @@ def gb(nbytes: float) -> str:
 
 def kib(nbytes: float) -> str:
     return f"{nbytes / 1024:,.1f} KiB"
-
-
-def plural(n: int, word: str) -> str:
-    """`1 GPU`, `8 GPUs`, `1,024 users`."""
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def num(v: float) -> str:

@@ -1,0 +1,98 @@
+"""`advisor check`'s output: the JSON document `{"rows": [...], "summary": {...}, "calibrated": {...}}` (rows
+streamed as they are made; `summary_before` with --calibration), or one line per row and the summary table."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from advisor.calibrate.check import METRICS, CheckResult
+from advisor.calibrate.report import Summary
+from advisor.report.check_rows import CheckRows
+from advisor.report.fitwidth import Col, fitted_table, say_dropped
+from advisor.report.progress import Progress
+from advisor.report.sink import emit
+from advisor.text import plural
+
+COLS = ("model", "hw/engine", "plan", "C", "in/out", "TTFT ms meas / pred (err)", "TPOT ms meas / pred (err)",
+        "tok/s meas / pred (err)", "note")
+WIDTHS = [34, 36, 20, 5, 11, 28, 26, 28]
+SUMMARY_COLS = (Col("hardware/engine", 10, fold=True), Col("rows", 5, right=True), Col("predicted", 4, right=True),
+                Col("metric", 9), Col("n", 8, right=True), Col("median |err| %", 9, right=True),
+                Col("p90 |err| %", 7, right=True))
+NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "output_tok_s": "tok/s"}
+
+
+def show_check(result: CheckResult, json_out: bool, summary_only: bool, progress: Progress) -> None:
+    """The document (--json) or the rows and summary; `summary_only` leaves the rows out."""
+    n = len(result.rows)
+    doc: dict[str, Any] = {}
+    if not summary_only:
+        doc["rows"] = CheckRows(result.rows, lambda k: progress.update("writing rows", k, n))
+    doc.update(summary=result.summary, calibrated=result.calibrated)
+    if result.summary_before is not None:
+        doc["summary_before"] = result.summary_before
+    emit(doc, json_out, lambda d: _print(d, progress))
+
+
+def _print(doc: dict[str, Any], progress: Progress) -> None:
+    """Rows as one line each (never wrapped; on a terminal, cut to its width), then the summary table."""
+    out = sys.stdout
+    if "rows" in doc:
+        tty = out.isatty()
+        if tty:
+            progress.close()
+            progress.on = False  # the rows go to the same terminal
+        width = shutil.get_terminal_size().columns if tty else 0
+        head = "  ".join(c.ljust(w) for c, w in zip(COLS, WIDTHS, strict=False)) + "  " + COLS[-1]
+        out.write("Measured vs predicted (signed error)\n" + _cut(head, width) + "\n")
+        chunk: list[str] = []
+        rows: CheckRows = doc["rows"]
+        for k, cells in enumerate(rows.lines(), start=1):
+            line = "  ".join(c.ljust(w) for c, w in zip(cells, WIDTHS, strict=False)) + "  " + cells[-1]
+            chunk.append(_cut(line.rstrip(), width))
+            if rows.progress is not None and not k % 4096:
+                rows.progress(k)
+            if len(chunk) >= 2048:
+                out.write("\n".join(chunk) + "\n")
+                chunk.clear()
+        if chunk:
+            out.write("\n".join(chunk) + "\n")
+        out.flush()
+    if "summary_before" in doc:
+        _print_summary(doc["summary_before"], "Before: the shipped terms on the same rows")
+    _print_summary(doc["summary"], "With --calibration" if "summary_before" in doc else None)
+    for label, line in doc["calibrated"].items():  # where the terms came from, bounds hit said
+        out.write(f"calibrated {label}: {line}\n")
+
+
+def _cut(line: str, width: int) -> str:
+    return line if not width or len(line) <= width else line[: width - 1] + "…"
+
+
+def _print_summary(summary: Summary, title: str | None = None) -> None:
+    """One line per (hardware/engine, metric) measured; columns that do not fit the width are left out, named."""
+    cells = []
+    for label, g in summary.items():
+        shown: list[str | None] = [m for m in METRICS if m in g.metrics and g.metrics[m].n] or [None]
+        for j, m in enumerate(shown):
+            stats = g.metrics[m] if m else None
+            cells.append([label if not j else "", f"{g.rows:,}" if not j else "",
+                          f"{g.predicted:,}" if not j else "", NAMES.get(m or "", "-"),
+                          f"{stats.n if stats else 0:,}", _pct(stats.median_abs_pct if stats else None),
+                          _pct(stats.p90_abs_pct if stats else None)])
+    console = Console()
+    head = "Summary: signed error of the predicted rows" + (f" ({title})" if title else "")
+    table, dropped = fitted_table(console, head, SUMMARY_COLS, cells)
+    console.print(table)
+    say_dropped(console, dropped)
+    rejected = summary["overall"].rejected_rows if "overall" in summary else None
+    if rejected:
+        console.print(f"{plural(rejected, 'row')} rejected (reasons in the rows above, or --json)", highlight=False)
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else str(v)
