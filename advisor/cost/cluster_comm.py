@@ -1,6 +1,6 @@
 """Collective time on a cluster: inside one fast domain the node's measured terms (`hardware/comm.py`, as on one
-box), across fast domains the scale-out fabric (`hardware/scaleout.py` where present, else the hierarchical
-estimate below). The one entry point the step model uses is `cluster_comm_fn` (`cost/step.py: comm_fn`).
+box), across fast domains the scale-out fabric by the hierarchical estimate below. The one entry point the step
+model uses is `cluster_comm_fn` (`cost/step.py: comm_fn`).
 
 Hierarchical estimate (NCCL's own model of a multi-node collective, `src/graph/tuning.cc: ncclTopoTuneModel`:
 `nsteps - nInterSteps` intra-node steps plus `nInterSteps` network steps, each paying its hardware latency):
@@ -59,20 +59,17 @@ def fabric_time_s(cluster: Cluster, op: str, S: np.ndarray, n: int, domains: int
 
 
 def cluster_comm_fn(cluster: Cluster, engine: str, node_comm: Comm) -> Comm:
-    """The step model's collective timer on `cluster`: (op, bytes, group size[, fast domains, backend]) ->
-    seconds; a group inside one fast domain is timed as on one node (`node_comm`)."""
-    try:  # the scale-out model, where it has been written
-        from advisor.hardware import scaleout
-    except ImportError:
-        scaleout = None
+    """The step model's collective timer on `cluster`: (op, bytes, group size[, fast domains, backend, MoE shape])
+    -> seconds; a group inside one fast domain is timed as on one node (`node_comm`). `op` "dispatch"/"combine" is
+    an expert all-to-all (DeepEP's, `backend`), what one rank sends, of a MoE of shape (hidden, top-k, experts)."""
 
-    def f(op: str, nbytes: np.ndarray, n: int, domains: int = 1, backend: str | None = None) -> np.ndarray:
+    def f(op: str, nbytes: np.ndarray, n: int, domains: int = 1, backend: str | None = None,
+          moe: tuple[int, int, int] | None = None) -> np.ndarray:
         S = np.asarray(nbytes, dtype=float)
+        if op in ("dispatch", "combine"):
+            op = "alltoall"
         if domains <= 1:
             return _inside(cluster, node_comm, op, S, n)
-        if scaleout is not None and hasattr(scaleout, "collective_time_us"):
-            span = cluster.span_of(n)
-            return np.asarray(scaleout.collective_time_us(cluster, op, S, span, engine, backend)) * 1e-6
         m = max(n // domains, 1)
         # all-to-all: the NVLink/PCIe share inside a domain runs beside the NIC share and is the shorter
         intra = _inside(cluster, node_comm, op, S, m) if m > 1 and op not in ("p2p", "alltoall") else 0.0

@@ -18,8 +18,8 @@ all PP stages) and how its message grows. Sources (vLLM):
 On a cluster (`hardware/cluster.py`) each collective also says how many fast domains its group spans (1: inside
 one node's NVLink/PCIe or one NVL72 rack; more: its ring or tree crosses the NICs), from the engine's rank order
 (`plan.rank_layout`): a PP send between stages on different nodes is its own slot (`pp_send_net`), and MoE
-dispatch/combine whose EP group crosses nodes runs as all-to-all with DeepEP, the backend each engine documents for
-multi-node EP (vLLM `docs/serving/expert_parallel_deployment.md`: `deepep_low_latency` for decode,
+dispatch/combine whose EP group crosses nodes over GPUDirect RDMA runs as all-to-all with DeepEP, the backend each
+engine documents for multi-node EP (vLLM `docs/serving/expert_parallel_deployment.md`: `deepep_low_latency` for decode,
 `deepep_high_throughput` for prefill; SGLang `--moe-a2a-backend deepep`, `docs/advanced_features/
 expert_parallelism.md`; TensorRT-LLM WideEP `AlltoallMethodType.DeepEP/DeepEPLowLatency`, `_torch/modules/
 fused_moe/fused_moe_wide_ep.py`): each rank sends its tokens' top-k copies, `T x topk x hidden`, dispatch in FP8
@@ -67,8 +67,8 @@ COMBINE = Slot("moe_combine", "reducescatter", "dp_tokens")
 PP_SEND = Slot("pp_send", "p2p", "tokens")
 DP_SYNC = Slot("dp_sync", "allreduce", "fixed")
 PP_SEND_NET = Slot("pp_send_net", "p2p", "tokens")  # a PP send between stages on different fast domains
-A2A_DISPATCH = Slot("a2a_dispatch", "alltoall", "tokens", "deepep")  # wide EP across nodes
-A2A_COMBINE = Slot("a2a_combine", "alltoall", "tokens", "deepep")
+A2A_DISPATCH = Slot("a2a_dispatch", "dispatch", "tokens", "deepep")  # wide EP across nodes: DeepEP's all-to-all
+A2A_COMBINE = Slot("a2a_combine", "combine", "tokens", "deepep")
 SLOTS = (TP_HIDDEN, TP_TINY, LOGITS, DISPATCH, COMBINE, PP_SEND, DP_SYNC, PP_SEND_NET, A2A_DISPATCH, A2A_COMBINE)
 
 
@@ -114,7 +114,8 @@ def step_collectives(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ..
                                   QK_VARIANCE_BYTES, attn_layers))
         out.append(Collective("logits all-gather", LOGITS, plan.tp, 1, arch.vocab_size * ACT_BYTES))
     if moe_layers and plan.dp > 1:
-        out += _moe_exchange(arch, plan, weights, moe_layers, spans.get("ep", 1))
+        rdma = cluster is None or cluster.fabric is None or cluster.fabric.gpudirect_rdma
+        out += _moe_exchange(arch, plan, weights, moe_layers, spans.get("ep", 1), rdma)
     if plan.pp > 1:
         net = spans.get("pp_net", 0)
         out.append(Collective("pipeline stage send", PP_SEND, 2, plan.pp - 1 - net, h))
@@ -125,14 +126,17 @@ def step_collectives(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ..
 
 
 def _moe_exchange(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...] | None, moe_layers: int,
-                  domains: int) -> list[Collective]:
+                  domains: int, rdma: bool = True) -> list[Collective]:
     """MoE dispatch and combine over the TP x DP ranks: all-gather / reduce-scatter of every rank's tokens inside
     one fast domain (vLLM's default `allgather_reducescatter`), DeepEP all-to-all of each rank's top-k copies when
-    the group crosses nodes."""
+    the group crosses nodes over GPUDirect RDMA (DeepEP's internode and low-latency kernels write into remote GPU
+    memory through NVSHMEM: deepseek-ai/DeepEP README, "NVSHMEM_DIR ... disable all internode and low-latency
+    features if not specified"); over a fabric without it, the NCCL all-gather / reduce-scatter across the nodes
+    (vLLM `allgather_reducescatter`, SGLang `--moe-a2a-backend none`)."""
     assert arch.moe is not None
     n = plan.tp * plan.dp
     h = arch.hidden_size * ACT_BYTES
-    if domains > 1:
+    if domains > 1 and rdma and plan.ep > 1:
         k = arch.moe.experts_per_token
         return [Collective("MoE dispatch (DeepEP all-to-all)", A2A_DISPATCH, n, moe_layers,
                            k * arch.hidden_size * DEEPEP_DISPATCH_BYTES, moe_layers, domains),
@@ -141,8 +145,17 @@ def _moe_exchange(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...] 
     fmt = max((w.fmt for w in weights or arch.weights if w.shard == "expert"),
               key=lambda f: DISPATCH_BYTES.get(f, ACT_BYTES), default="bf16")
     return [Collective("MoE dispatch", DISPATCH, n, moe_layers, arch.hidden_size * DISPATCH_BYTES.get(fmt, ACT_BYTES),
-                       moe_layers),
-            Collective("MoE combine", COMBINE, n, moe_layers, h, moe_layers)]
+                       moe_layers, domains),
+            Collective("MoE combine", COMBINE, n, moe_layers, h, moe_layers, domains)]
+
+
+def deepep_exchange(plan: Plan, cluster: Cluster | None, engine: str = "vllm") -> bool:
+    """Whether a MoE model's dispatch/combine under `plan` runs as DeepEP all-to-all (`_moe_exchange`): its EP group
+    crosses fast domains over a fabric with GPUDirect RDMA. The printed command selects the same backend."""
+    if cluster is None or not cluster.multi_node or plan.dp == 1 or plan.ep == 1:
+        return False
+    rdma = cluster.fabric is None or cluster.fabric.gpudirect_rdma
+    return rdma and _spans(plan, cluster, engine)["ep"] > 1
 
 
 def _spans(plan: Plan, cluster: Cluster, engine: str) -> dict[str, int]:

@@ -188,6 +188,19 @@ def candidate_plans(arch: ModelArch, num_gpus: int, cluster: Cluster | None = No
                     yield Plan(tp=tp, pp=pp, dp=dp, ep=tp * dp)
 
 
+def spanning_plans(cluster: Cluster | None, moe: bool) -> list[Plan]:
+    """The plans `advisor fit` shows for a multi-node cluster beside one node's: TP over a node and PP over the
+    nodes (vLLM's multi-node rule), and for MoE models wide EP over every GPU (attention-DP, TP1) and TP over a node
+    with DP over the nodes; none on one node."""
+    if cluster is None or not cluster.multi_node:
+        return []
+    g, n = cluster.gpus_per_node, cluster.nodes
+    plans = [Plan(tp=g, pp=n)]
+    if moe:
+        plans += [Plan(tp=1, dp=cluster.gpus, ep=cluster.gpus), Plan(tp=g, dp=n, ep=cluster.gpus)]
+    return plans
+
+
 def _cluster_plans(arch: ModelArch, cluster: Cluster) -> Iterator[Plan]:
     n = cluster.gpus
     twos = [k for k in (2 ** i for i in range(11)) if k <= n]

@@ -3,9 +3,9 @@ built by `Sweep.at` and `fit_result`, formatted by `advisor/report`, never recom
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from advisor.cost.engine_args import EngineArgs
 from advisor.cost.plan import Plan
@@ -15,6 +15,34 @@ BREAKDOWN = ("weights", "kv", "compute", "comm", "overhead")
 
 class _Doc(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _Quiet(_Doc):
+    """A document whose cluster-only fields (`QUIET`) are left out of its JSON while they are None: a one-node answer
+    reads as it did before clusters existed."""
+
+    QUIET: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _leave_out_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key in self.QUIET:
+            if data.get(key, 0) is None:
+                del data[key]
+        return data
+
+
+class ClusterDoc(_Doc):
+    """The nodes a plan spans (`hardware/cluster.py`): how many, the fabric between them, the fast domain."""
+
+    nodes: int  # nodes of the cluster
+    gpus_per_node: int
+    gpus: int
+    fast_domain_gpus: int  # GPUs one collective reaches without a NIC (a node, or an NVL72 rack)
+    fabric: str | None  # the scale-out fabric's id (None: the nodes share one NVLink domain)
+    fabric_name: str | None
+    plan_nodes: int  # nodes the plan occupies
+    replicas: int  # copies of the plan the cluster holds side by side
 
 
 class PlanDoc(_Doc):
@@ -72,17 +100,22 @@ class Workload(_Doc):
     output_len: int
 
 
-class CollectiveDoc(_Doc):
+class CollectiveDoc(_Quiet):
+    QUIET: ClassVar[tuple[str, ...]] = ("link",)
+
     cause: str
     op: str
     group: int
     calls: int
     bytes_per_unit: float
     per: str  # what one unit of the message is: token, dp_token (every DP rank's), sampled row, or fixed
+    link: str | None = None  # on a cluster: the link the group's slowest hop crosses (a node's NVLink, the fabric)
 
 
-class FitResult(_Doc):
+class FitResult(_Quiet):
     """`advisor fit`: can the plan run, and how is each GPU's memory spent."""
+
+    QUIET: ClassVar[tuple[str, ...]] = ("cluster",)
 
     model: str
     source: str
@@ -100,10 +133,13 @@ class FitResult(_Doc):
     startup_log: StartupLog | None = None
     # the engine's configuration the memory, the timing and the printed command all assumed (`cost/engine_args.py`)
     engine_args: EngineArgs | None = None
+    cluster: ClusterDoc | None = None  # with --nodes: the nodes the plan spans (left out of the JSON on one node)
 
 
 class Prediction(FitResult):
     """`advisor predict`: speed at one workload (the speed fields are null when the plan does not run)."""
+
+    QUIET: ClassVar[tuple[str, ...]] = ("cluster", "scale_out")
 
     workload: Workload
     calibrated: dict[str, Any]
@@ -130,3 +166,5 @@ class Prediction(FitResult):
     spec_tokens: int = 0
     tokens_per_step: float = 1.0
     spec_acceptance_source: str | None = None
+    # with --nodes: whether the extra nodes help this model, at one user and at load (`decide/nodes.py: scale_out`)
+    scale_out: str | None = None

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from advisor.cost import kernels
+from advisor.cost import kernels, marlin
 from advisor.cost.collectives import SLOTS
 from advisor.cost.features import Features
 from advisor.cost.terms import Terms
@@ -154,7 +154,21 @@ def _moe(F: Features, bw: float, tokens: np.ndarray) -> tuple[np.ndarray, ...]:
         + (F.moe_hidden + F.moe_inter) * F.moe_b_w * F.moe_kappa * 1e-9
     tc = (pairs + n_act * P["m_h"]) * 2 * F.moe_mats * F.moe_hidden * F.moe_inter / (F.moe_peak * F.moe_e_f)
     w, c = _split(tw, tc, P["p"])
+    if np.any(F.moe_marlin > 0):  # INT4 experts: Marlin's blocks, dequantization and mma.sync (`cost/marlin.py`)
+        mw, mc = _marlin_moe(F, bw, tokens, n_act, pairs)
+        w, c = np.where(F.moe_marlin > 0, mw, w), np.where(F.moe_marlin > 0, mc, c)
     return F.moe_layers * w, F.moe_layers * c, F.moe_layers * F.moe_t0_us
+
+
+def _marlin_moe(F: Features, bw: float, tokens: np.ndarray, n_act: np.ndarray,
+                pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One Marlin MoE layer on the busiest GPU beyond its t0: (DRAM seconds, excess seconds), its M-blocks from the
+    step's tokens (`marlin.block_m`, `marlin.blocks`)."""
+    f = marlin.marlin_params()
+    bm = marlin.block_m(tokens * F.topk * F.ep / np.maximum(F.experts, 1))
+    nblk = marlin.blocks(n_act, pairs, bm)
+    return marlin.split(f, n_act, pairs, nblk, bm, F.moe_hidden, F.moe_inter, F.moe_mats, F.moe_b_w, bw,
+                        F.moe_peak, F.moe_fpc, F.moe_mma, f["p"])
 
 
 def _on_plans(mask: np.ndarray, shape: tuple[int, ...], fn: Callable[..., np.ndarray],
@@ -274,6 +288,12 @@ def _slot_groups(F: Features) -> list[list[tuple[int, int, np.ndarray]]]:
     return _GROUPS["val"]  # type: ignore[return-value]
 
 
+def _by_moe_shape(F: Features, plans: np.ndarray) -> list[tuple[np.ndarray, tuple[int, int, int]]]:
+    """The plans split by MoE shape (hidden, top-k, experts): what an expert all-to-all's time depends on."""
+    key = np.stack([np.ravel(F.hidden)[plans], np.ravel(F.topk)[plans], np.ravel(F.experts)[plans]], axis=1)
+    return [(plans[(key == u).all(axis=1)], (int(u[0]), int(u[1]), int(u[2]))) for u in np.unique(key, axis=0)]
+
+
 def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.ndarray) -> np.ndarray:
     """Seconds of one forward's collectives (`collectives.step_collectives`, summed per slot): a message is
     the (padded) tokens per DP rank, every DP rank's for dispatch/combine, sampled rows, or fixed."""
@@ -285,7 +305,12 @@ def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.nd
         if not groups or not np.any(calls):
             continue
         for n, span, plans in groups:  # plans: positions on the leading (plan) axis; only their rows are computed
+            if slot.backend is not None:  # an expert all-to-all: timed per MoE shape (`cost/cluster_comm.py`)
+                for rows, moe in _by_moe_shape(F, plans):
+                    per = _rows_of(units[slot.scales_with], rows, shape) * _rows_of(F.coll_bytes[..., k], rows, shape)
+                    total[rows] += _rows_of(calls, rows, shape) * comm(slot.op, per, n, span, slot.backend, moe)
+                continue
             nbytes = _rows_of(units[slot.scales_with], plans, shape) * _rows_of(F.coll_bytes[..., k], plans, shape)
-            t = comm(slot.op, nbytes, n) if span <= 1 else comm(slot.op, nbytes, n, span, slot.backend)
+            t = comm(slot.op, nbytes, n) if span <= 1 else comm(slot.op, nbytes, n, span)
             total[plans] += _rows_of(calls, plans, shape) * t
     return total

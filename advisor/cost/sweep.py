@@ -16,6 +16,7 @@ from advisor.cost.memory import MemoryFit, memory_fit, startup_lines
 from advisor.cost.plan import Plan, candidate_plans, invalid_reason
 from advisor.cost.prediction import (
     BREAKDOWN,
+    ClusterDoc,
     CollectiveDoc,
     FitResult,
     PerGpu,
@@ -133,7 +134,28 @@ def _fit_fields(case: Case, hw: HardwareProfile) -> dict[str, Any]:
             "max_concurrency": mem.max_concurrency if mem and case.runs else 0,
             "max_model_len": mem.max_model_len if mem else None, "kv_cache_dtype": mem.kv_dtype if mem else None,
             "kv_bytes_per_token_per_gpu": mem.kv_bytes_per_token if mem else None,
-            "weight_dtype": headline_dtype(case.weights), "startup_log": log, "engine_args": case.args}
+            "weight_dtype": headline_dtype(case.weights), "startup_log": log, "engine_args": case.args,
+            "cluster": cluster_doc(case)}
+
+
+def cluster_doc(case: Case) -> ClusterDoc | None:
+    """The nodes the case's plan spans (None on one node)."""
+    c = case.cluster
+    if c is None:
+        return None
+    return ClusterDoc(nodes=c.nodes, gpus_per_node=c.gpus_per_node, gpus=c.gpus, fast_domain_gpus=c.fast_domain_gpus,
+                      fabric=c.fabric.id if c.fabric else None, fabric_name=c.fabric.name if c.fabric else None,
+                      plan_nodes=c.nodes_for(case.plan.gpus), replicas=max(c.gpus // case.plan.gpus, 1))
+
+
+def link_of(cluster: Cluster | None, domains: int) -> str | None:
+    """The link a group spanning `domains` fast domains is as slow as: the fabric between them, else the fast
+    domain's own (None on one node)."""
+    if cluster is None:
+        return None
+    if domains > 1 and cluster.fabric is not None:
+        return cluster.fabric.name
+    return cluster.fast_link + (" (NVL72 rack)" if cluster.rack_nodes > 1 and cluster.nodes > 1 else "")
 
 
 def not_running(case: Case, hw: HardwareProfile, workload: Workload, calibrated: dict[str, Any]) -> Prediction:
@@ -141,10 +163,10 @@ def not_running(case: Case, hw: HardwareProfile, workload: Workload, calibrated:
     return Prediction(**_fit_fields(case, hw), workload=workload, calibrated=calibrated)
 
 
-def collective_docs(collectives: tuple[Collective, ...]) -> list[CollectiveDoc]:
+def collective_docs(collectives: tuple[Collective, ...], cluster: Cluster | None = None) -> list[CollectiveDoc]:
     per = {"tokens": "token", "dp_tokens": "dp_token", "sampled": "sampled row", "fixed": "fixed"}
     return [CollectiveDoc(cause=c.cause, op=c.op, group=c.group, calls=c.calls, bytes_per_unit=c.bytes_per_unit,
-                          per=per[c.slot.scales_with]) for c in collectives]
+                          per=per[c.slot.scales_with], link=link_of(cluster, c.domains)) for c in collectives]
 
 
 # the engine flag that caps the running batch (`EngineArgs.max_num_seqs`)
@@ -201,7 +223,7 @@ class Sweep:
             comm_ms_per_step=breakdown["comm"], breakdown_ms=breakdown, mechanism_ms=mechanism,
             prefill_interference_ms=float(o["prefill_interference_s"][i, c, k]) * 1e3,
             bottleneck=max(breakdown, key=lambda n: breakdown[n]), interval=interval,
-            collectives=collective_docs(colls), **self._speculation(case))
+            collectives=collective_docs(colls, case.cluster), **self._speculation(case))
 
     def _speculation(self, case: Case) -> dict[str, Any]:
         """The MTP drafts a step of this case verifies, the tokens a sequence gains per step (its acceptance length)

@@ -31,6 +31,7 @@ from advisor.arch.formats import compute_dtype, short_name
 from advisor.cost.engine_args import EngineArgs
 from advisor.cost.plan import Plan
 from advisor.hardware import HardwareProfile
+from advisor.hardware.cluster import Cluster
 from advisor.hardware.placement import pick_gpus
 
 # formats the engines can produce from a BF16 checkpoint at load, per engine (see the module docstring)
@@ -93,9 +94,9 @@ class Serving:
     spec_tokens: int = 0  # MTP tokens drafted per step the prediction assumed (0: no speculation)
 
 
-def serve_command(s: Serving, hw: HardwareProfile, args: EngineArgs) -> ServeCommand:
+def serve_command(s: Serving, hw: HardwareProfile, args: EngineArgs, cluster: Cluster | None = None) -> ServeCommand:
     """The engine command for `s` under the resolved engine arguments, every value that shaped the prediction
-    explicit, plus its notes."""
+    explicit, plus its notes; on a multi-node `cluster`, one launch per node (`decide/multinode.py`)."""
     quant, notes = quantization(args.engine, args.weight_dtype, s, hw)
     target, why = serve_target(s.model)
     if why:
@@ -112,6 +113,11 @@ def serve_command(s: Serving, hw: HardwareProfile, args: EngineArgs) -> ServeCom
         # the config names Hub code (auto_map); vLLM forces it off for model types it registers itself
         # (`vllm/transformers_utils/config.py: _CONFIG_REGISTRY`), SGLang and TensorRT-LLM default it to False
         argv.append("--trust_remote_code" if args.engine == "trtllm" else "--trust-remote-code")
+    if cluster is not None and cluster.multi_node:
+        from advisor.decide.multinode import multinode_launches
+
+        launches, more = multinode_launches(s.plan, args, cluster, argv, files, s.moe, env)
+        return ServeCommand(launches, tuple(notes + more))
     return ServeCommand((Launch("server", 0, gpus, tuple(argv), env, files),), tuple(notes))
 
 

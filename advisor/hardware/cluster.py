@@ -114,6 +114,28 @@ class Cluster:
         """Nodes a plan of `gpus` GPUs occupies when packed from GPU 0."""
         return -(-gpus // self.gpus_per_node)
 
+    def links(self) -> list[dict[str, object]]:
+        """The links a collective on this cluster can cross, fastest first: inside a node (its measured path
+        classes), across the trays of an NVLink rack, between fast domains over the fabric; each with its GB/s per
+        GPU per direction, latency and source (`hw show --nodes`)."""
+        topo = self.node.topology
+        out: list[dict[str, object]] = [
+            {"link": f"{lk.path} inside a node", "gpus": self.gpus_per_node, "gbps_per_gpu": lk.p2p_bw_gbps,
+             "latency_us": lk.latency_us, "source": lk.source} for lk in topo.links]
+        if self.rack_nodes > 1 and self.nodes > 1:
+            nv = max((lk for lk in topo.links if lk.path == "nvlink"), key=lambda lk: lk.p2p_bw_gbps, default=None)
+            out.append({"link": f"NVLink across {min(self.rack_nodes, self.nodes)} nodes (one NVLink domain)",
+                        "gpus": self.fast_domain_gpus, "gbps_per_gpu": nv.p2p_bw_gbps if nv else None,
+                        "latency_us": nv.latency_us if nv else None,
+                        "source": f"{topo.rack_nodes_source}; {nv.source if nv else ''}"})
+        if self.fabric is not None and self.domains > 1:
+            f = self.fabric
+            out.append({"link": f"{f.name} between {self.domains} fast domains", "gpus": self.gpus,
+                        "gbps_per_gpu": f.node_gbps / self.gpus_per_node, "latency_us": f.latency_us,
+                        "source": f.source + ("" if f.gpudirect_rdma else "; without GPUDirect RDMA: through host "
+                                                                          "memory")})
+        return out
+
     def describe(self) -> str:
         """One line: what the cluster is and which links join it."""
         hw, topo = self.node, self.node.topology
