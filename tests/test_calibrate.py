@@ -7,11 +7,10 @@ import dataclasses
 import itertools
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import BENCH, CASE_STUDY
+from conftest import BENCH, CASE_STUDY, cli
 
 from advisor.calibrate.fit import Calibrator
 from advisor.calibrate.measurements import Measurement
@@ -126,7 +125,8 @@ def test_cross_validation_groups_by_model() -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True, cwd=REPO)
+    """`advisor ARGS` in this process (`conftest.cli`: what `python -m advisor.cli` gives)."""
+    return cli(*args, cwd=REPO)
 
 
 def test_calibrate_cli_writes_file_and_failed_fit_leaves_existing_file(tmp_path: Path) -> None:

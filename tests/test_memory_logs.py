@@ -4,7 +4,6 @@ of them (scripts/memory_logs.py), the case-study fit facts, and `advisor fit` sp
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, catalog_arch
+from conftest import REPO, catalog_arch, cli
 
 from advisor.cost.budget import FITTED
 from advisor.cost.engine_args import resolve
@@ -87,8 +86,19 @@ def test_leave_one_out_holds() -> None:
     assert all(r.holds for r in loo.values()), {k: r.error for k, r in loo.items()}
 
 
-def test_readme_block_is_current() -> None:
-    done = subprocess.run([sys.executable, "-m", SCRIPT], capture_output=True, text=True, timeout=120, cwd=REPO)
+@pytest.fixture(scope="module")
+def script_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`python -m scripts.memory_logs --update FILE` once, on a file with a stale block: its output (the table it
+    prints with or without --update) and FILE."""
+    readme = tmp_path_factory.mktemp("memory_logs") / "README.md"
+    readme.write_text("head\n<!-- memory-logs:start -->\nSTALE BLOCK\n<!-- memory-logs:end -->\ntail\n")
+    done = subprocess.run([sys.executable, "-m", SCRIPT, "--update", str(readme)], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
+    return done, readme
+
+
+def test_readme_block_is_current(script_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    done, _ = script_run
     assert done.returncode == 0, done.stderr
     from scripts.readme_block import read_block
 
@@ -100,11 +110,8 @@ def test_readme_block_is_current() -> None:
         assert re.search(r"within 10%|same fit verdict|misses: \S|not predicted: \S", ln), ln
 
 
-def test_script_writes_between_the_markers(tmp_path: Path) -> None:
-    readme = tmp_path / "README.md"
-    readme.write_text("head\n<!-- memory-logs:start -->\nSTALE BLOCK\n<!-- memory-logs:end -->\ntail\n")
-    done = subprocess.run([sys.executable, "-m", SCRIPT, "--update", str(readme)], capture_output=True, text=True,
-                          timeout=120, cwd=REPO)
+def test_script_writes_between_the_markers(script_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    done, readme = script_run
     assert done.returncode == 0, done.stderr
     text = readme.read_text()
     assert text.startswith("head\n<!-- memory-logs:start -->\nPublic start-up logs") and text.endswith("tail\n")
@@ -157,9 +164,8 @@ def test_kv_room_shrinks_by_the_engine_terms(hw: HardwareProfile) -> None:
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True, env=env,
-                          timeout=120, cwd=REPO)
+    """`advisor ARGS` offline, in this process (`conftest.cli`: what `python -m advisor.cli` gives)."""
+    return cli(*args, env={"HF_HUB_OFFLINE": "1", "COLUMNS": "200"}, cwd=REPO)
 
 
 def test_fit_prints_the_four_log_lines() -> None:

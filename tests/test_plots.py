@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import cli
 
 from advisor import catalog
 from advisor.calibrate.store import terms_for
@@ -123,9 +122,8 @@ def test_save_is_atomic_and_rejects_other_formats(ranked: dict[str, Any], tmp_pa
 
 
 def _cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "advisor.cli", "rank", *MODELS, *args], capture_output=True,
-                          text=True, env=env, timeout=300)
+    """`advisor rank MODELS ARGS` offline, in this process (`conftest.cli`: what `python -m advisor.cli` gives)."""
+    return cli("rank", *MODELS, *args, env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(home)})
 
 
 def test_cli_writes_png_and_svg(tmp_path: Path) -> None:
