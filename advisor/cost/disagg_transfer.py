@@ -14,10 +14,10 @@ slices "supporting generic M-to-N TP size configurations"), otherwise all of the
 
 The link: inside one fast domain the GPUs' own path (NVLink, PCIe peer-to-peer by socket, or PCIe through host
 memory where the profile says peer access is off, `topology.p2p` and `topology.links`); between fast domains the
-cluster's fabric, one NIC share per GPU (`Fabric.node_gbps / GPUs per node`), through host memory when it has no
-GPUDirect RDMA. Workers are placed node-major, prefill first; a request's pair of workers is any pair (the PD
-routers pick each side independently: SGLang's router in PD mode, vLLM's proxy, `trtllm-serve disaggregated`), so
-the pools' link is the mean over pairs.
+cluster's fabric, one NIC share per GPU at the rate NCCL achieves on it (`hardware/scaleout.py: nic_gbps_per_gpu`:
+the node's NICs over its GPUs, less without GPUDirect RDMA, through host memory). Workers are placed node-major,
+prefill first; a request's pair of workers is any pair (the PD routers pick each side independently: SGLang's router
+in PD mode, vLLM's proxy, `trtllm-serve disaggregated`), so the pools' link is the mean over pairs.
 
 Time: latency + the larger of the busiest sender's and each receiver's bytes over the per-GPU rate (senders and
 receivers work in parallel on their own links).
@@ -36,6 +36,7 @@ from advisor.errors import AdvisorError
 from advisor.hardware import HardwareProfile
 from advisor.hardware.cluster import Cluster
 from advisor.hardware.placement import pair_path
+from advisor.hardware.scaleout import nic_gbps_per_gpu
 from advisor.hardware.schema import PATHS
 
 
@@ -139,18 +140,18 @@ def _local_link(hw: HardwareProfile, path: str) -> KvLink:
 
 
 def fabric_link(cluster: Cluster) -> KvLink:
-    """One GPU's share of the fabric between fast domains (all GPUs of a node sending at once), through host
-    memory without GPUDirect RDMA (then no faster than the node's own slowest local link)."""
+    """One GPU's share of the fabric between fast domains (every GPU of a node sending at once), at the rate a NIC
+    achieves and through host memory without GPUDirect RDMA (`hardware/scaleout.py: nic_gbps_per_gpu`), with one
+    network hop's latency (plus the local hop to host memory when staged)."""
     f = cluster.fabric
     if f is None:
         raise AdvisorError(f"{cluster.describe()}: the pools span fast domains and the cluster has no fabric")
-    share = f.node_gbps / cluster.gpus_per_node
+    rate = nic_gbps_per_gpu(f.nics_per_node, f.nic_gbps, cluster.gpus_per_node, f.gpudirect_rdma)
     kind = {"infiniband": "InfiniBand", "roce": "RoCE", "ethernet": "Ethernet"}[f.kind]
     if f.gpudirect_rdma:
-        return KvLink(name=f"{kind} ({f.name}, GPUDirect RDMA)", gbps=share, latency_us=f.latency_us,
-                      source=f.source)
+        return KvLink(name=f"{kind} ({f.name}, GPUDirect RDMA)", gbps=rate, latency_us=f.latency_us, source=f.source)
     local = _local_link(cluster.node, "cross_socket")
-    return KvLink(name=f"{kind} ({f.name}) through host memory", gbps=min(share, local.gbps),
+    return KvLink(name=f"{kind} ({f.name}) through host memory", gbps=min(rate, local.gbps),
                   latency_us=f.latency_us + local.latency_us, source=f"{f.source}; staged over: {local.source}")
 
 
@@ -173,20 +174,22 @@ def _nvlinked(cluster: Cluster) -> bool:
         and sorted(topo.nvlink_domains[0]) == list(range(cluster.gpus_per_node))
 
 
-_CACHE: dict[tuple[int, int, int, int, int, int], PoolLink] = {}
+# (node profile's id(), nodes, fabric, layout) -> (the profile, kept so that its id() is not reused, the link)
+_CACHE: dict[tuple[int, int, str, int, int, int, int], tuple[HardwareProfile, PoolLink]] = {}
 
 
 def pool_link(cluster: Cluster, prefill_gpus: int, x: int, decode_gpus: int, y: int) -> PoolLink:
     """The link between x prefill workers of `prefill_gpus` GPUs and y decode workers of `decode_gpus`, placed
-    node-major from GPU 0, prefill first (module docstring); memoised per layout."""
-    key = (id(cluster), cluster.nodes, prefill_gpus, x, decode_gpus, y)
+    node-major from GPU 0, prefill first (module docstring); memoised per profile and layout."""
+    key = (id(cluster.node), cluster.nodes, cluster.fabric.id if cluster.fabric else "", prefill_gpus, x,
+           decode_gpus, y)
     if key in _CACHE:
-        return _CACHE[key]
+        return _CACHE[key][1]
     if cluster.domains == 1 and _nvlinked(cluster):
         out = PoolLink(((_local_link(cluster.node, "nvlink"), 1.0),))  # one NVLink domain: every pair alike
     else:
         out = _pairs(cluster, prefill_gpus, x, decode_gpus, y)
-    _CACHE[key] = out
+    _CACHE[key] = (cluster.node, out)
     return out
 
 
