@@ -31,6 +31,7 @@ the hand-off to the decode's next step + its first step where there is one.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -127,7 +128,9 @@ class DecodeSide:
     b: np.ndarray  # [P, D] requests decoding per rank
     t_step: np.ndarray  # [P, D] seconds of one decode step
     tpot: np.ndarray  # [P, D] seconds per output token
-    cap: np.ndarray  # [P] requests one rank's KV room (and max_num_seqs) holds
+    cap: np.ndarray  # [P] requests one rank runs at most: its KV room's and max_num_seqs
+    kv_cap: np.ndarray  # [P] requests one rank's KV room holds (max_num_seqs aside)
+    seqs: np.ndarray  # [P] max_num_seqs per rank
     occupied: np.ndarray  # [P] KV tokens a running request occupies on average
     ahead: np.ndarray
     dp: np.ndarray
@@ -139,12 +142,14 @@ def decode_side(cases: list[Case], terms: Terms, prompt: float, output: float,
     F, step = pool_step(cases, terms)
     trt = np.array([c.args.engine == "trtllm" for c in cases])[:, None, None]
     occupied = prompt + output * np.where(trt, 1.0, 0.5)  # TensorRT-LLM reserves the whole output (`serving`)
-    cap = np.maximum(kv_capacity(F, occupied), 1.0)
+    kv_cap = np.maximum(kv_capacity(dataclasses.replace(F, num_seqs=np.full_like(F.num_seqs, np.inf)), occupied), 1.0)
+    cap = np.minimum(kv_cap, F.num_seqs)
     b = np.stack([batch_grid(float(c), points) for c in cap.ravel()])[:, :, None]  # [P, D, 1]
     ctx = np.full_like(b, prompt + output / 2)
     t = micro_batched(step, np.minimum(F.pp, b))(b, ctx, 0 * b, np.full_like(b, prompt / 2), b)["total"]
     return DecodeSide(prompt=float(prompt), output=float(output), b=b[..., 0], t_step=t[..., 0],
-                      tpot=(t / F.spec_tokens)[..., 0], cap=cap.ravel(), occupied=occupied.ravel(),
+                      tpot=(t / F.spec_tokens)[..., 0], cap=cap.ravel(), kv_cap=kv_cap.ravel(),
+                      seqs=F.num_seqs.ravel(), occupied=occupied.ravel(),
                       ahead=F.sched_ahead.ravel(), dp=F.dp.ravel())
 
 
@@ -202,7 +207,9 @@ def solve(pre: PrefillSide, dec: DecodeSide, m: Combos, engine: str) -> dict[str
         users = lam * (ttft + decode_steps * tpot)
         others = np.maximum(1 - 1 / np.maximum(users, 1e-9), 0.0)
     held = exposed + handoff + (wait + p["own"] if engine == "sglang" else 0.0)  # decode KV reserved for it
-    room = dec.cap[m.id][:, None] - lam / Y * held * pre.prompt / dec.occupied[m.id][:, None]
+    # KV of requests in transfer takes room from the running ones (max_num_seqs counts the running only)
+    kv_room = dec.kv_cap[m.id][:, None] - lam / Y * held * pre.prompt / dec.occupied[m.id][:, None]
+    room = np.minimum(kv_room, dec.seqs[m.id][:, None])
     ok = (b <= room) & (p["utilisation"] < MAX_UTILISATION) & (u_link < MAX_UTILISATION)
     valid = np.cumprod(ok, axis=1).astype(bool)  # the sustainable prefix of the grid
     return {"b": b, "lam": lam, "tpot": tpot, "t_step": tdec, "ttft": ttft, "users": users, "valid": valid,
