@@ -32,6 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+import numpy as np
+
 from advisor.arch.model import ModelArch, WeightGroup
 from advisor.cost.plan import Plan, rank_layout
 
@@ -161,11 +163,9 @@ def deepep_exchange(plan: Plan, cluster: Cluster | None, engine: str = "vllm") -
 def _spans(plan: Plan, cluster: Cluster, engine: str) -> dict[str, int]:
     """Fast domains spanned by rank 0's EP (TP x DP of one stage) and DP groups, and how many of one replica's
     PP sends cross between fast domains (`plan.rank_layout`: [dp, pp, tp] -> GPU)."""
-    g = rank_layout(plan, engine)
-    stages = g[0, :, 0]
-    net = sum(cluster.domain_of(int(a)) != cluster.domain_of(int(b)) for a, b in zip(stages, stages[1:], strict=False))
-    return {"ep": cluster.span(int(x) for x in g[:, 0, :].ravel()).domains,
-            "dp": cluster.span(int(x) for x in g[:, 0, 0]).domains, "pp_net": int(net)}
+    g = rank_layout(plan, engine) // cluster.fast_domain_gpus  # [dp, pp, tp] -> fast domain
+    return {"ep": int(np.unique(g[:, 0, :]).size), "dp": int(np.unique(g[:, 0, 0]).size),
+            "pp_net": int(np.count_nonzero(np.diff(g[0, :, 0])))}
 
 
 def slot_rows(collectives: tuple[Collective, ...]) -> dict[str, tuple[float, float, float, float]]:

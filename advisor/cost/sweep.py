@@ -90,6 +90,8 @@ def make_case(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settin
     # memory of a plan the engine cannot even form (vLLM/SGLang: EP other than TP x DP) is undefined: reason only;
     # TensorRT-LLM forms moe_tp x moe_ep = TP x DP (`Plan.moe_tp`)
     formable = plan.ep in (1, plan.tp * plan.dp) or (settings.engine == "trtllm" and invalid is None)
+    # on a cluster a plan that cannot be placed or formed says why, without its memory (hundreds of candidates)
+    formable = formable and (multi is None or invalid is None)
     mem = memory_fit(arch, plan, hw, args, weights) if plan.gpus <= n and formable else None
     case = Case(arch=arch, plan=plan, weights=weights, invalid=invalid, memory=mem, hw=hw, args=args, source=source,
                 cluster=multi)

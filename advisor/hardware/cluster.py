@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
 
 from advisor.errors import AdvisorError
 from advisor.hardware.schema import Fabric, HardwareProfile
@@ -49,7 +52,7 @@ class Cluster:
     nodes: int = 1
     fabric: Fabric | None = None
 
-    @property
+    @cached_property
     def gpus_per_node(self) -> int:
         return self.node.topology.num_gpus
 
@@ -62,7 +65,7 @@ class Cluster:
         """Nodes one fast domain can hold: `topology.rack_nodes` where the NVLink domain spans nodes, else 1."""
         return self.node.topology.rack_nodes or 1
 
-    @property
+    @cached_property
     def fast_domain_gpus(self) -> int:
         """GPUs sharing one fast domain in this cluster: the node, or the NVLink domain across nodes (at most the
         cluster's own GPUs: 2 GB200 trays are an 8-GPU slice of a rack)."""
@@ -90,17 +93,15 @@ class Cluster:
 
     def span(self, ranks: Iterable[int]) -> Span:
         """Nodes and fast domains a group of GPUs (cluster-wide indices) touches."""
-        gpus = list(ranks)
-        if not gpus:
+        gpus = np.fromiter(ranks, dtype=np.int64)
+        if not gpus.size:
             return Span(0, 0, 0, 0)
-        bad = [g for g in gpus if not 0 <= g < self.gpus]
-        if bad:
-            raise AdvisorError(f"GPU {bad[0]} is outside the cluster's {self.gpus} GPUs")
-        per: dict[int, int] = {}
-        for g in gpus:
-            per[self.domain_of(g)] = per.get(self.domain_of(g), 0) + 1
-        return Span(gpus=len(gpus), nodes=len({self.node_of(g) for g in gpus}), domains=len(per),
-                    per_domain=max(per.values()))
+        bad = gpus[(gpus < 0) | (gpus >= self.gpus)]
+        if bad.size:
+            raise AdvisorError(f"GPU {int(bad[0])} is outside the cluster's {self.gpus} GPUs")
+        _, per = np.unique(gpus // self.fast_domain_gpus, return_counts=True)
+        return Span(gpus=int(gpus.size), nodes=int(np.unique(gpus // self.gpus_per_node).size), domains=int(per.size),
+                    per_domain=int(per.max()))
 
     def span_of(self, n: int, stride: int = 1, first: int = 0) -> Span:
         """`span` of the n ranks first, first + stride, ... (a plan axis in the engine's rank order)."""
