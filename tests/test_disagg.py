@@ -199,3 +199,21 @@ def test_sglang_reserves_decode_kv_before_the_prefill(hw: HardwareProfile, llama
     for engine, (r, b, _) in room.items():
         assert np.all(r[b >= 1] <= r[0] + 1e-9), engine  # room shrinks as load grows
     assert np.mean(room["sglang"][0][room["sglang"][1] >= 1]) < np.mean(room["vllm"][0][room["vllm"][1] >= 1])
+
+
+def test_benchmark_first_round_waits_for_the_wave(hw: HardwareProfile, llama8: ModelArch) -> None:
+    """A closed-loop benchmark releases every user at once: with all of its requests in that wave
+    (`bench_wave_share` 1) the mean prompt waits for half the wave's prompts on its prefill rank; TPOT is the
+    steady decode pool's."""
+    d = make_disagg(llama8, hw, Plan(tp=1), 2, Plan(tp=1), 2, Settings())
+    waves = Terms(bench_wave_share=1.0)
+    steady = predict_disagg(d, waves, 32, 8192, 256)
+    bench = predict_disagg(d, waves, 32, 8192, 256, benchmark=True)
+    assert bench.tpot_ms == steady.tpot_ms
+    assert sum((bench.ttft_parts_ms or {}).values()) == pytest.approx(bench.ttft_ms, rel=1e-9)
+    # 32 prompts of 8,192 tokens over 2 ranks with an 8,192-token budget: 16 steps, the mean prompt done at 8.5
+    one = predict_disagg(d, waves, 1, 8192, 256)  # one prompt alone: one full-budget step
+    wave = (bench.ttft_parts_ms or {})["prefill_wait"] + (bench.ttft_parts_ms or {})["prefill"]
+    assert d.prefill.case.args.max_num_batched_tokens == 8192
+    assert wave == pytest.approx(8.5 * (one.ttft_parts_ms or {})["prefill"], rel=0.01)
+    assert bench.ttft_ms > steady.ttft_ms

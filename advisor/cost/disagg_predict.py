@@ -7,7 +7,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from advisor.cost.disagg import DisaggPlan, Pool
-from advisor.cost.disagg_serving import Combos, at_users, decode_side, prefill_side, solve
+from advisor.cost.disagg_serving import Combos, PrefillSide, at_users, decode_side, prefill_side, solve, wave_prefill
 from advisor.cost.serving import MAX_UTILISATION
 from advisor.cost.terms import Terms
 
@@ -83,9 +83,27 @@ def capacities(plan: DisaggPlan, sol: dict[str, np.ndarray], pre_capacity: float
             "link": MAX_UTILISATION / per_req}
 
 
-def predict_disagg(plan: DisaggPlan, terms: Terms, concurrency: int, input_len: int, output_len: int
-                   ) -> DisaggPrediction:
-    """The deployment at `concurrency` users with prompts of `input_len` and `output_len` tokens."""
+def bench_wave(o: dict[str, float], pre: PrefillSide, plan: DisaggPlan, terms: Terms, users: int
+               ) -> dict[str, float]:
+    """A closed-loop benchmark (`vllm bench serve --max-concurrency`, genai-perf) releases every user at once: the
+    first round's prompts queue at the prefill pool together (`disagg_serving.wave_prefill`). The decode pool starts
+    each request as its KV lands, so the finishes, and the next round's arrivals, are spread by the prefill's own
+    pace: as with a mixed aggregated scheduler only the first rounds are waves, the benchmark's share
+    `Terms.bench_wave_share` of its requests (`cost/serving.py: wave_share`), each waiting the wave's prefill in
+    place of the steady state's."""
+    s = terms.bench_wave_share
+    wave = float(wave_prefill(pre, np.array(float(users)), np.array(float(plan.prefill.ranks)))[0])
+    steady = o["prefill_wait"] + o["prefill"]
+    out = dict(o)
+    out["prefill_wait"] = (1 - s) * o["prefill_wait"] + s * max(wave - o["prefill"], 0.0)
+    out["ttft"] = o["ttft"] - steady + out["prefill_wait"] + o["prefill"]
+    return out
+
+
+def predict_disagg(plan: DisaggPlan, terms: Terms, concurrency: int, input_len: int, output_len: int,
+                   benchmark: bool = False) -> DisaggPrediction:
+    """The deployment at `concurrency` users with prompts of `input_len` and `output_len` tokens; `benchmark`: as a
+    closed-loop benchmark measures it, its first round released at once (`bench_wave`)."""
     def doc(pool: Pool) -> PoolDoc:
         a = pool.case.args
         return PoolDoc(role=pool.role, plan=pool.plan.label(), workers=pool.workers, gpus=pool.gpus,
@@ -101,6 +119,8 @@ def predict_disagg(plan: DisaggPlan, terms: Terms, concurrency: int, input_len: 
     dec = decode_side([plan.decode.case], terms, input_len, output_len, PREDICT_POINTS)
     sol = solve(pre, dec, combos_of([plan], input_len, [0], [0]), plan.engine)
     o = {k: float(v[0]) for k, v in at_users(sol, np.array([float(concurrency)])).items()}
+    if benchmark:
+        o = bench_wave(o, pre, plan, terms, concurrency)
     kv = plan.kv(input_len)
     parts = {k: o[k] for k in TTFT_PARTS}
     cap = capacities(plan, sol, float(pre.capacity[0]))

@@ -218,6 +218,20 @@ def solve(pre: PrefillSide, dec: DecodeSide, m: Combos, engine: str) -> dict[str
             "link_util": u_link, "room": room}
 
 
+def wave_prefill(pre: PrefillSide, users: np.ndarray, ranks: np.ndarray, i: np.ndarray | slice = slice(None)
+                 ) -> np.ndarray:
+    """Mean prefill time (wait + own) of `users` prompts released at once onto `ranks` prefill ranks of plans `i`,
+    FCFS in steps of the budget: n = users I / (ranks B) steps, the j-th prompt done at step j, (n + 1) / 2 steps
+    on average (`serving._first_round`, without decodes to ride along); a wave that fits one step takes one step of
+    its tokens."""
+    tokens = users * pre.prompt / ranks
+    c, B, tc, tB = pre.chunk[i], pre.budget[i], pre.t_chunk[i], pre.t_full[i]
+    k = np.clip(tokens, c, B)
+    tk = tc + np.where(B > c, (tB - tc) / np.maximum(B - c, 1.0), 0.0) * (k - c)
+    n = tokens / k
+    return np.where(n > 1, (n + 1) / 2 * tB, tk)
+
+
 def at_users(sol: dict[str, np.ndarray], users: np.ndarray) -> dict[str, np.ndarray]:
     """Each combo's closed loop at `users` [M] (or a scalar): interpolated between the grid's batches, or at the
     last sustainable batch with the rest of the users queued (their wait, queued / lambda, joins TTFT). Where
