@@ -8,8 +8,10 @@ ncclTopoTuneModel`, NVIDIA/nccl v2.30.7) sums a base latency, `nsteps - nInterSt
 reduce-scatter: n - 1 and K - 1), or for its tree `2 ((m - 1) intraLat + log2(K) interLat)`: the latency floor grows
 with the number of nodes. Here:
 
-- intra step = (the domain's measured floor - NCCL's ring base latency 6.6 us, `baseLatencies` Ring/LL) / its
-  steps; network step = the fabric's `latency_us` (NCCL's `hwLatencies[NET]` Ring/LL, 2.7 us, in every profile);
+- intra step = (the measured floor of the op's term - NCCL's ring base latency 6.6 us, `baseLatencies` Ring/LL) / its
+  ring steps; network step = the fabric's `latency_us` (NCCL's `hwLatencies[NET]` Ring/LL, 2.7 us, in every
+  profile); inside a domain larger than the measured group (an NVL72 rack) the floor grows by the intra step per extra
+  ring step, by at most NCCL's NVLS latency (25 us) on an NVSwitch domain;
 - flat ring: `lat + f S / busbw`, f the nccl-tests bus factor (allreduce 2(n - 1)/n, others (n - 1)/n) and busbw
   the slower of the domain's measured ring (its large-message busbw) and the domain's NICs: m x N, N the NIC GB/s
   per GPU as NCCL achieves it (one ring channel per NIC, each crossing the node boundary once: busbw = NICs x rate);
@@ -46,6 +48,7 @@ NIC_SHARE = 24.0 / 25.0
 # GPUDirect RDMA, 2 GH200 nodes x 4 x 200 Gb/s, NCCL 2.24.3 (https://github.com/NVIDIA/nccl/issues/1579).
 HOST_STAGING_SHARE = 79.72 / 96.07
 NCCL_RING_BASE_US = 6.6  # tuning.cc baseLatencies, Ring/LL (NVIDIA/nccl v2.30.7)
+NCCL_NVLS_US = 25.0  # tuning.cc hwLatencies[NVLINK][NVLS] Simple (NVIDIA/nccl v2.30.7)
 OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "p2p", "dispatch", "combine")
 
 
@@ -65,14 +68,14 @@ def intra_step_us(floor_us: float, op: str, m: int) -> float:
     return max(floor_us - NCCL_RING_BASE_US, 0.0) / ring_steps(op, m) if m > 1 else 0.0
 
 
-def ring_us(op: str, S: np.ndarray, n: int, domains: int, floor_us: float, intra_busbw: float, nic_gbps: float,
-            net_latency_us: float) -> np.ndarray:
-    """NCCL ring over n ranks in K domains (m = n / K each): base + (nsteps - nInter) intra steps + nInter network
-    steps, then f S / min(intra busbw, m x N). `floor_us`, `intra_busbw`: the domain's measured op at m ranks."""
+def ring_us(op: str, S: np.ndarray, n: int, domains: int, step_us: float, intra_busbw: float, nic_gbps: float,
+            net_latency_us: float, base_us: float = NCCL_RING_BASE_US) -> np.ndarray:
+    """NCCL ring over n ranks in K domains (m = n / K each): base + (nsteps - nInter) intra steps of `step_us` +
+    nInter network steps, then f S / min(intra busbw, m x N); `intra_busbw` the domain's measured large-message
+    busbw for the op."""
     m = max(n // domains, 1)
-    steps, net, step = ring_steps(op, n), inter_steps(op, domains), intra_step_us(floor_us, op, m)
-    fixed = floor_us - ring_steps(op, m) * step if m > 1 else NCCL_RING_BASE_US
-    lat = fixed + (steps - net) * step + net * net_latency_us
+    steps, net = ring_steps(op, n), inter_steps(op, domains)
+    lat = base_us + (steps - net) * step_us + net * net_latency_us
     busbw = min(intra_busbw, m * nic_gbps) if m > 1 else nic_gbps
     return lat + np.asarray(S, dtype=float) * bus_factor(op, n) / (busbw * 1e3)
 
@@ -114,13 +117,17 @@ def p2p_us(S: np.ndarray, inside: Timer, floor_us: float, nic_gbps: float, net_l
 def domain_timer(hw: HardwareProfile, op: str, m: int, engine: str = "vllm") -> Timer:
     """Time of `op` on m GPUs of one fast domain: the node's own timer (`comm.collective_timer`, as on one box) up to
     its GPUs; beyond a node (an NVL72 rack's trays) the largest measured term at m ranks' bus factor, its floor
-    growing by one intra step per extra ring step (NCCL's model, module docstring)."""
+    growing by the measured intra step per extra ring step (NCCL's model, module docstring), and on an NVSwitch
+    domain by no more than NCCL's NVLS latency (`hwLatencies[NVLINK][NVLS]`, 25 us, constant in ranks: NCCL takes
+    NVLink SHARP when its ring would be slower)."""
     physics = "vllm" if engine == "trtllm" else engine
     if m <= hw.topology.num_gpus:
         return collective_timer(hw, op, m, engine=physics)
     term = find_term(hw, op, m, "nccl") or find_term(hw, "allreduce", m, "nccl")
     assert term is not None  # the schema requires an NCCL allreduce term
     extra = (ring_steps(op, m) - ring_steps(op, term.gpus)) * intra_step_us(_floor(term), op, term.gpus)
+    if hw.topology.nvswitch and op in ("allreduce", "allgather", "reducescatter"):
+        extra = min(extra, NCCL_NVLS_US)
     return lambda S: term_time_us(term, S, op, m) + extra
 
 
@@ -128,12 +135,26 @@ def _floor(term: CollectiveTerm) -> float:
     return float(term.measured_us[0]) if term.measured_us else float(term.small_latency_us)
 
 
+def _term(hw: HardwareProfile, op: str, m: int) -> CollectiveTerm:
+    term = find_term(hw, op, max(m, 2), "nccl") or find_term(hw, "allreduce", max(m, 2), "nccl")
+    assert term is not None  # the schema requires an NCCL allreduce term
+    return term
+
+
 def domain_floor_busbw(hw: HardwareProfile, op: str, m: int) -> tuple[float, float]:
     """(floor us, large-message busbw GB/s) of the measured NCCL `op` term nearest m GPUs (allreduce if the profile
     has no such op)."""
-    term = find_term(hw, op, max(m, 2), "nccl") or find_term(hw, "allreduce", max(m, 2), "nccl")
-    assert term is not None
+    term = _term(hw, op, m)
     return _floor(term), float(term.large_busbw_gbps)
+
+
+def ring_latency(hw: HardwareProfile, op: str, m: int) -> tuple[float, float]:
+    """(base us, intra step us) of NCCL's ring model on this hardware: the measured floor of the op's term nearest m
+    GPUs is base + its ring steps x step, base NCCL's 6.6 us (or the whole floor where it is lower)."""
+    term = _term(hw, op, m)
+    floor = _floor(term)
+    step = intra_step_us(floor, op, term.gpus)
+    return floor - ring_steps(op, term.gpus) * step, step
 
 
 def _span(cluster: Cluster, group: Span | int) -> Span:
@@ -162,7 +183,8 @@ def nccl_across_us(cluster: Cluster, op: str, S: np.ndarray, span: Span, engine:
     floor, busbw = domain_floor_busbw(hw, op, m)
     if op == "alltoall":
         return alltoall_us(S, n, K, floor, busbw, nic, hop)
-    ring = ring_us(op, S, n, K, floor, busbw, nic, hop)
+    base, step = ring_latency(hw, op, m)
+    ring = ring_us(op, S, n, K, step, busbw, nic, hop, base)
     if op != "allreduce":
         return ring
     two = two_level_allreduce_us(S, n, K, domain_timer(hw, "reducescatter", m, engine),
