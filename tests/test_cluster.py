@@ -10,17 +10,19 @@ import numpy as np
 import pytest
 from conftest import catalog_arch
 
-from advisor.cost.cluster_comm import fabric_time_s
 from advisor.cost.collectives import Collective, deepep_exchange, step_collectives
 from advisor.cost.plan import Plan, candidate_plans, cluster_reason, rank_layout
+from advisor.cost.step import comm_fn
 from advisor.cost.sweep import all_cases, make_case
 from advisor.cost.workload import Settings
 from advisor.errors import AdvisorError
 from advisor.hardware import load_profile
-from advisor.hardware.cluster import Cluster, load_cluster
+from advisor.hardware.cluster import Cluster, Span, load_cluster
 from advisor.hardware.dump import profile_to_toml
 from advisor.hardware.load import parse_profile
+from advisor.hardware.scaleout import collective_time_us
 from advisor.hardware.schema import HardwareProfile
+from advisor.hardware.wide_ep import MoEShape
 
 KIMI = "moonshotai/Kimi-K2.5"  # hidden 7168, top-8 of 384 experts, 60 MoE layers, INT4 experts
 DSV3 = "deepseek-ai/DeepSeek-V3"  # hidden 7168, 128 heads, top-8 of 256, 58 MoE layers
@@ -215,16 +217,24 @@ def test_one_node_collectives_are_unchanged() -> None:
     assert np.array_equal(single.features(), also.features()) and also.cluster is None
 
 
-def test_fabric_time_by_hand() -> None:
-    S = np.array([2.0**20, 2.0**24])
-    box = cluster("rtx-pro-6000-server", 2)  # 2 x 50 GB/s per node, 2.7 us per hop
-    # a PP send: S / 100 GB/s + one hop
-    assert fabric_time_s(box, "p2p", S, 2, 2) * 1e6 == pytest.approx(S / 100e3 + 2.7)
-    h100 = cluster("h100-sxm", 2)  # 8 x 50 GB/s per node
-    # inter-node half of a two-level allreduce over 2 nodes: 2 (k - 1) / k S / B + 2 (k - 1) L
-    assert fabric_time_s(h100, "allreduce", S, 16, 2) * 1e6 == pytest.approx(S / 400e3 + 5.4)
-    # all-to-all: 8 ranks of a node each send half their bytes off the node over its 400 GB/s
-    assert fabric_time_s(h100, "alltoall", S, 16, 2) * 1e6 == pytest.approx(8 * S * 0.5 / 400e3 + 2.7)
+def test_cluster_comm_is_the_node_inside_it_and_the_scaleout_model_across() -> None:
+    S = np.array([2.0**14, 2.0**20, 2.0**24])
+    hw = load_profile("h100-sxm")
+    c = load_cluster(hw, 2)
+    node, comm = comm_fn(hw, "vllm"), comm_fn(hw, "vllm", c)
+    assert np.array_equal(comm("allreduce", S, 8), node("allreduce", S, 8))  # inside a node: exactly one box's
+    span = Span(gpus=16, nodes=2, domains=2, per_domain=8)
+    assert comm("allreduce", S, 16, 2) == pytest.approx(collective_time_us(c, "allreduce", S, span) * 1e-6)
+    pp = Span(gpus=2, nodes=2, domains=2, per_domain=1)
+    assert comm("p2p", S, 2, 2) == pytest.approx(collective_time_us(c, "p2p", S, pp) * 1e-6)
+    # DeepEP dispatch across the nodes, as vLLM's printed --all2all-backend deepep_low_latency runs it
+    got = comm("dispatch", S, 16, 2, "deepep", (7168, 8, 256))
+    want = collective_time_us(c, "dispatch", S, span, "vllm", "deepep_low_latency", moe=MoEShape(7168, 8, 256))
+    assert got == pytest.approx(want * 1e-6) and np.all(np.diff(got) > 0)
+    # a 2-tray group inside an NVL72 rack never touches a NIC: the scale-out model's in-domain time
+    rack = load_cluster(load_profile("gb200"), 18)
+    in_rack = comm_fn(rack.node, "vllm", rack)("allreduce", S, 8)
+    assert in_rack == pytest.approx(collective_time_us(rack, "allreduce", S, 8) * 1e-6)
 
 
 def test_cluster_sweep_runs_the_wide_ep_plan() -> None:

@@ -45,6 +45,12 @@ ACT_BYTES = 2  # activations between layers are BF16 for every checkpoint format
 # bytes per element), others BF16.
 DISPATCH_BYTES = {"fp8-block": 1 + 4 / 128}
 DEEPEP_DISPATCH_BYTES = 1 + 4 / 128  # FP8 with a float32 scale per 128 elements (DeepEP low-latency dispatch)
+# the name under which each engine runs DeepEP for EP across nodes, as its printed command selects it
+# (`decide/multinode.py`): vLLM `--all2all-backend deepep_low_latency` (docs/serving/expert_parallel_deployment.md:
+# "multi-node decode"), SGLang `--moe-a2a-backend deepep` (auto mode), TensorRT-LLM its own pick
+# (`_torch/modules/fused_moe/communication/communication_factory.py: create_strategy`, DeepEP where its NVLink
+# kernels cannot reach; `hardware/a2a_backends.py: default_backend`)
+DEEPEP_BACKEND: dict[str, str | None] = {"vllm": "deepep_low_latency", "sglang": "deepep", "trtllm": None}
 QK_VARIANCE_BYTES = 8  # [T, 2] fp32 per token
 
 Scale = Literal["tokens", "dp_tokens", "sampled", "fixed"]
