@@ -190,6 +190,8 @@ def test_wide_ep_without_gpudirect_rdma_stays_on_nccl() -> None:
     got = _by_slot(step_collectives(a, Plan(tp=1, dp=16, ep=16), None, c, "vllm"))
     assert "a2a_dispatch" not in got and not deepep_exchange(Plan(tp=1, dp=16, ep=16), c)
     assert (got["moe_dispatch"].op, got["moe_dispatch"].domains) == ("allgather", 2)
+    # GPUDirect RDMA but no NVLink inside the box: DeepEP still cannot run (its intranode path is NVLink)
+    assert not deepep_exchange(Plan(tp=1, dp=16, ep=16), cluster("rtx-pro-6000-server", 2, "cx8-4x800"))
 
 
 def test_pp_sends_between_nodes_are_their_own_slot() -> None:

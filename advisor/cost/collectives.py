@@ -122,8 +122,7 @@ def step_collectives(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ..
                                   QK_VARIANCE_BYTES, attn_layers))
         out.append(Collective("logits all-gather", LOGITS, plan.tp, 1, arch.vocab_size * ACT_BYTES))
     if moe_layers and plan.dp > 1:
-        rdma = cluster is None or cluster.fabric is None or cluster.fabric.gpudirect_rdma
-        out += _moe_exchange(arch, plan, weights, moe_layers, spans.get("ep", 1), rdma)
+        out += _moe_exchange(arch, plan, weights, moe_layers, spans.get("ep", 1), deepep_ready(cluster))
     if plan.pp > 1:
         net = spans.get("pp_net", 0)
         out.append(Collective("pipeline stage send", PP_SEND, 2, plan.pp - 1 - net, h))
@@ -137,10 +136,10 @@ def _moe_exchange(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...] 
                   domains: int, rdma: bool = True) -> list[Collective]:
     """MoE dispatch and combine over the TP x DP ranks: all-gather / reduce-scatter of every rank's tokens inside
     one fast domain (vLLM's default `allgather_reducescatter`), DeepEP all-to-all of each rank's top-k copies when
-    the group crosses nodes over GPUDirect RDMA (DeepEP's internode and low-latency kernels write into remote GPU
-    memory through NVSHMEM: deepseek-ai/DeepEP README, "NVSHMEM_DIR ... disable all internode and low-latency
-    features if not specified"); over a fabric without it, the NCCL all-gather / reduce-scatter across the nodes
-    (vLLM `allgather_reducescatter`, SGLang `--moe-a2a-backend none`)."""
+    the group crosses nodes where DeepEP runs (`deepep_ready`: its internode and low-latency kernels write into remote
+    GPU memory through NVSHMEM, deepseek-ai/DeepEP README); elsewhere (a PCIe box, a fabric without GPUDirect RDMA),
+    the NCCL all-gather / reduce-scatter across the nodes (vLLM `allgather_reducescatter`, SGLang
+    `--moe-a2a-backend none`)."""
     assert arch.moe is not None
     n = plan.tp * plan.dp
     h = arch.hidden_size * ACT_BYTES
@@ -157,13 +156,20 @@ def _moe_exchange(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...] 
             Collective("MoE combine", COMBINE, n, moe_layers, h, moe_layers, domains)]
 
 
+def deepep_ready(cluster: Cluster | None) -> bool:
+    """Whether DeepEP can run across the cluster's nodes: NVLink between a node's GPUs and an RDMA fabric with
+    GPUDirect RDMA (deepseek-ai/DeepEP README, Requirements; `hardware/a2a_backends.py: unusable`)."""
+    if cluster is None or cluster.fabric is None:
+        return True
+    return cluster.node.interconnect_class == "nvlink" and cluster.fabric.gpudirect_rdma
+
+
 def deepep_exchange(plan: Plan, cluster: Cluster | None, engine: str = "vllm") -> bool:
     """Whether a MoE model's dispatch/combine under `plan` runs as DeepEP all-to-all (`_moe_exchange`): its EP group
-    crosses fast domains over a fabric with GPUDirect RDMA. The printed command selects the same backend."""
+    crosses fast domains where DeepEP can run (`deepep_ready`). The printed command selects the same backend."""
     if cluster is None or not cluster.multi_node or plan.dp == 1 or plan.ep == 1:
         return False
-    rdma = cluster.fabric is None or cluster.fabric.gpudirect_rdma
-    return rdma and _spans(plan, cluster, engine)["ep"] > 1
+    return deepep_ready(cluster) and _spans(plan, cluster, engine)["ep"] > 1
 
 
 def _spans(plan: Plan, cluster: Cluster, engine: str) -> dict[str, int]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from advisor.cost.collectives import deepep_exchange
+from advisor.cost.collectives import DEEPEP_BACKEND, deepep_exchange
 
 if TYPE_CHECKING:
     from advisor.cost.engine_args import EngineArgs
@@ -61,7 +61,7 @@ def multinode_launches(plan: Plan, args: EngineArgs, cluster: Cluster, argv: lis
     deepep = moe and deepep_exchange(plan, cluster, args.engine)
     notes = [f"replace {HEAD} with node 0's address, reachable from every node"]
     if args.engine == "sglang":
-        extra = ["--moe-a2a-backend", "deepep", "--deepep-mode", "auto"] if deepep else []
+        extra = ["--moe-a2a-backend", str(DEEPEP_BACKEND["sglang"]), "--deepep-mode", "auto"] if deepep else []
         return tuple(Launch("node", i, tuple(range(gpn)), tuple([*argv, *extra, "--nnodes", str(used), "--node-rank",
                                                                    str(i), "--dist-init-addr",
                                                                    f"{HEAD}:{SGLANG_DIST_PORT}"]), (), files)
@@ -80,7 +80,7 @@ def _vllm(plan: Plan, cluster: Cluster, argv: list[str], files: Files, used: int
     from advisor.decide.command import Launch
 
     gpn = cluster.gpus_per_node
-    backend = ["--all2all-backend", "deepep_low_latency"] if deepep else []
+    backend = ["--all2all-backend", str(DEEPEP_BACKEND["vllm"])] if deepep else []
     if plan.pp == 1 and plan.dp > 1 and gpn % plan.tp == 0:
         per = gpn // plan.tp  # DP ranks on one node
         out = []
