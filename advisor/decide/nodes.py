@@ -29,6 +29,12 @@ if TYPE_CHECKING:
     from advisor.resolve import Resolved
 
 
+def _change(new: float, old: float) -> str:
+    """A relative change in words: "+44%", "-3%", or "the same" within half a percent."""
+    r = new / old - 1
+    return "the same" if abs(r) < 0.005 else f"{r:+.0%}"
+
+
 def _users(n: int) -> str:
     return f"{n:,} user" + ("" if n == 1 else "s")
 
@@ -65,7 +71,7 @@ def link_shares(d: Prediction, case: Case) -> str | None:
     for link, items in sorted(by_link.items(), key=lambda kv: -sum(t for _, t in kv[1])):
         ms = sum(t for _, t in items)
         top = max(items, key=lambda ct: ct[1])[0]
-        parts.append(f"over {link}: {ms:.1f} ms ({ms / step_ms:.0%} of the step), most of it {top.cause.lower()}")
+        parts.append(f"over {link}: {ms:.1f} ms ({ms / step_ms:.0%} of the step), most of it {top.cause}")
     return "; ".join(parts)
 
 
@@ -103,7 +109,7 @@ def scale_out(model: str, one: list[Case], many: list[Case], cluster: Cluster, t
     latn = _best(spanning, terms, 1, "per_user_tok_s", input_len, output_len)
     if lat1 and latn:
         parts.append(f"at one user {latn[1]:.1f} tok/s across the nodes ({latn[0].plan.label()}) against "
-                     f"{lat1[1]:.1f} on one node ({lat1[0].plan.label()}), {latn[1] / lat1[1] - 1:+.0%}")
+                     f"{lat1[1]:.1f} on one node ({lat1[0].plan.label()}), {_change(latn[1], lat1[1])}")
     elif latn:
         parts.append(f"it needs more than one node: {latn[1]:.1f} tok/s at one user ({latn[0].plan.label()})")
     load1 = _best(one, terms, users, "output_tok_s", input_len, output_len)
@@ -119,7 +125,7 @@ def scale_out(model: str, one: list[Case], many: list[Case], cluster: Cluster, t
         best = max(options, key=lambda o: o[0])
         base = options[0][0] if load1 else best[0]
         parts.append(f"at {_users(users)}: " + ", ".join(f"{name} {tok:,.0f} tok/s" for tok, name in options)
-                     + f"; best {best[1]}" + (f", {best[0] / base - 1:+.0%} over one node" if load1 else ""))
+                     + f"; best {best[1]}" + (f", {_change(best[0], base)} over one node" if load1 else ""))
     if loadn and (shares := link_shares(loadn[2], loadn[0])):
         parts.append(f"{loadn[0].plan.label()}'s step at {_users(users)}: {shares}")
     head = f"{model} on {cluster.describe()}"
