@@ -17,6 +17,7 @@ from conftest import CASE_STUDY, Run
 
 from scripts import case_study
 
+pytestmark = pytest.mark.xdist_group("case_study")  # one worker fits the held-out terms (`runs`) once
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = "scripts.case_study"  # run as `python -m` from the repo root
 

@@ -97,6 +97,7 @@ def script_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Com
     return done, readme
 
 
+@pytest.mark.xdist_group("memory_logs_script")  # one run of the script (`script_run`)
 def test_readme_block_is_current(script_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     done, _ = script_run
     assert done.returncode == 0, done.stderr
@@ -110,6 +111,7 @@ def test_readme_block_is_current(script_run: tuple[subprocess.CompletedProcess[s
         assert re.search(r"within 10%|same fit verdict|misses: \S|not predicted: \S", ln), ln
 
 
+@pytest.mark.xdist_group("memory_logs_script")  # one run of the script (`script_run`)
 def test_script_writes_between_the_markers(script_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     done, readme = script_run
     assert done.returncode == 0, done.stderr
