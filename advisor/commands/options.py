@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the modules behind these load numpy/pydantic: imported when
     from advisor.cost.plan import Plan
     from advisor.cost.workload import Settings
     from advisor.hardware import HardwareProfile
+    from advisor.hardware.cluster import Cluster
 
 Models = Annotated[list[str] | None, typer.Argument(
     help="ORG/NAME[@REVISION] (Hub, then the bundled catalog), a folder with config.json, or a config file. "
@@ -39,6 +40,13 @@ HwMany = Annotated[list[str] | None, typer.Option(
     "--hw", help="Hardware profile id (`advisor hw list`) or a profile .toml path; repeat it to rank (model, box, "
                  "plan) across boxes.")]
 Gpus = Annotated[int | None, typer.Option("--gpus", min=1, help="Use only N GPUs of the node (placed by topology).")]
+Nodes = Annotated[int | None, typer.Option(
+    "--nodes", show_default=False,
+    help="Plan over N nodes of the profile joined by its scale-out fabric (an NVL72 tray profile: up to 18 trays "
+         "share one NVLink rack, more are several racks) [default: one node].")]
+FabricOpt = Annotated[str | None, typer.Option(
+    "--fabric", show_default=False, help="Scale-out fabric between the nodes, an id the profile lists (`advisor hw "
+                                         "show ID`) [default: the profile's first].")]
 Tp = Annotated[int | None, typer.Option("--tp", min=1, help="Tensor-parallel size.")]
 Pp = Annotated[int | None, typer.Option("--pp", min=1, help="Pipeline-parallel size.")]
 Dp = Annotated[int | None, typer.Option("--dp", min=1, help="Data-parallel (attention) size.")]
@@ -92,6 +100,20 @@ def hardware(hw: str, gpus: int | None) -> HardwareProfile:
     return profile
 
 
+def cluster(profile: HardwareProfile, nodes: int | None, fabric: str | None, gpus: int | None = None
+            ) -> Cluster | None:
+    """The cluster --nodes/--fabric describe (None: one node, as without them); one line for bad input."""
+    from advisor.hardware.cluster import load_cluster
+
+    if nodes is None:
+        if fabric is not None:
+            load_cluster(profile, 1, fabric)  # an unknown fabric is refused even on one node
+        return None
+    if gpus is not None and nodes > 1:
+        raise AdvisorError("--gpus/--nodes: --gpus limits one node; with several nodes every GPU of each is used")
+    return load_cluster(profile, nodes, fabric)
+
+
 Speculative = Annotated[str, typer.Option(
     "--speculative", help="MTP speculative decoding with the checkpoint's own heads: off, mtp, or auto (rank: "
                           "kept per model only where it wins).")]
@@ -141,19 +163,6 @@ def plan_from_flags(tp: int | None, pp: int | None, dp: int | None, ep: int | No
     if tp is None and pp is None and dp is None and ep is None:
         return None
     return Plan(tp=tp or 1, pp=pp or 1, dp=dp or 1, ep=ep or 1)
-
-
-def check_lengths(arch_max: int, model: str, input_len: int, output_len: int, max_model_len: int | None) -> None:
-    """A request must fit the model's context and the engine's --max-model-len."""
-    if input_len + output_len > arch_max:
-        raise AdvisorError(f"--input-len/--output-len: {input_len}+{output_len} tokens exceed {model}'s context "
-                           f"of {arch_max}")
-    if max_model_len is not None and max_model_len > arch_max:
-        raise AdvisorError(f"--max-model-len: {max_model_len} exceeds {model}'s context of {arch_max} (the engine "
-                           "refuses it)")
-    if max_model_len is not None and input_len + output_len > max_model_len:
-        raise AdvisorError(f"--max-model-len: {input_len}+{output_len} tokens exceed --max-model-len "
-                           f"{max_model_len}")
 
 
 def measurement_defaults(**given: Any) -> dict[str, Any]:

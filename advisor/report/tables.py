@@ -205,7 +205,8 @@ def capacity_line(d: RankedPlan, q: Query, hw: HardwareProfile) -> str:
         parts.append(f"{d.kwh_per_mtok:,.2f} kWh per million output tokens (upper bound: {d.plan.gpus} x "
                      f"{hw.gpu.power_w:g} W board power)")
     if d.replicas > 1 and d.node_output_tok_s:
-        parts.append(f"{d.replicas} replicas of {d.plan.label} fit the node: {d.node_output_tok_s:,.0f} tok/s in all")
+        where = f"the {d.cluster.nodes} nodes" if d.cluster else "the node"
+        parts.append(f"{d.replicas} replicas of {d.plan.label} fit {where}: {d.node_output_tok_s:,.0f} tok/s in all")
     return "; ".join(parts)
 
 
