@@ -71,7 +71,9 @@ def fit_table(docs: list[FitResult], hw: HardwareProfile) -> None:
     """The fit per plan, then each running plan's start-up log lines per GPU (when few plans are shown)."""
     log = next((d.startup_log for d in docs if d.startup_log), None)
     engine = f" ({log.engine} {log.engine_version} accounting)" if log else ""
-    table = Table(title=f"Memory fit on {hw.name}{engine}")
+    c = next((d.cluster for d in docs if d.cluster), None)
+    box = f"{c.nodes} x {hw.name} over {c.fabric_name or 'one NVLink domain'}" if c else hw.name
+    table = Table(title=f"Memory fit on {box}{engine}")
     for col in ("model", "plan", "fits", "weights/GPU", "act+other/GPU", "KV room/GPU", "KV tokens", "max seqs",
                 "why not"):
         table.add_column(col, overflow="fold")
