@@ -34,6 +34,7 @@ from scripts.kernel_tables import (
     dsa_rows,
     gdn_rows,
     gemm_rows,
+    marlin_rows,
     mla_prefill_rows,
     mla_rows,
     moe_rows,
@@ -62,6 +63,15 @@ def predict_moe(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dict[str,
     from advisor.cost.kernels import moe_us
 
     return moe_us(f, c["n_act"], c["pairs"], c["h"], c["I"] / c["tp"], c["mats"], c["bpp"], c["bw"], c["peak"], P)
+
+
+def predict_marlin(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dict[str, float]) -> np.ndarray:
+    from advisor.cost.marlin import MMA_SYNC_PEAK_SM, TENSOR_FLOPS_PER_SM_CYCLE, moe_us
+
+    fpc = np.array([TENSOR_FLOPS_PER_SM_CYCLE[sm] for sm in c["sm"]])
+    mma = np.where(np.isin(c["sm"], list(MMA_SYNC_PEAK_SM)), fpc, f["mma_sync_flops_per_sm_cycle"])  # `gpu_rates`
+    return moe_us(f, c["n_act"], c["pairs"], c["blocks"], c["bm"], c["h"], c["I"] / c["tp"], c["mats"], c["bpp"],
+                  c["bw"], c["peak"], fpc, mma, P["p"])
 
 
 def predict_gemm(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dict[str, float]) -> np.ndarray:
@@ -119,6 +129,8 @@ def predict_mla(c: dict[str, np.ndarray], f: dict[str, np.ndarray], P: dict[str,
 MODELS: dict[str, tuple[str, tuple[str, ...], dict[str, float], Callable[..., np.ndarray]]] = {
     "moe": ("fmt", ("t0_us", "e_bw", "e_f", "kappa_ns_per_B"), {"m_h": 16.0, "I_h": 20.0, "a_act_B": 8.0, "p": 1.5},
             predict_moe),
+    "marlin_moe": ("kind", ("t0_us", "e_bw", "w_per_sm_cycle", "e_f", "mma_sync_flops_per_sm_cycle"), {"p": 4.0},
+                   predict_marlin),
     "gemm": ("fmt", ("t0_us", "e_bw", "e_f"), {"m_h": 16.0, "p": 2.0}, predict_gemm),
     "attention": ("kv", ("t0_us", "e_bw", "e_f", "rho_ns_per_B"), {"p": 2.0}, predict_attention),
     "mla": ("cls", ("e_bw", "e_f"), {"p": 2.0}, predict_mla),
@@ -128,7 +140,8 @@ MODELS: dict[str, tuple[str, tuple[str, ...], dict[str, float], Callable[..., np
     "dsa": ("kind", ("t0_us", "e_bw"), {}, predict_dsa),
     "gdn_prefill": ("kind", ("t0_us", "e_f", "seq_ns"), {"p": 2.0}, predict_gdn_prefill),
 }
-START = {"t0_us": 10.0, "e_bw": 0.8, "e_f": 0.4, "kappa_ns_per_B": 1.0, "rho_ns_per_B": 0.1, "seq_ns": 40.0}
+START = {"t0_us": 10.0, "e_bw": 0.8, "e_f": 0.4, "kappa_ns_per_B": 1.0, "rho_ns_per_B": 0.1, "seq_ns": 40.0,
+         "w_per_sm_cycle": 20.0, "mma_sync_flops_per_sm_cycle": 2048.0}
 EFFICIENCIES = ("e_bw", "e_f")
 
 
@@ -190,6 +203,8 @@ def leave_one_gpu_out(model: str, c: dict[str, np.ndarray]) -> dict[str, dict[st
 
 SLICE_COLUMNS = {"moe": ("gpu", "fmt", "T", "h", "I", "k", "E", "tp", "ep", "dist", "n_act", "pairs", "mats",
                          "lat_us"),
+                 "marlin_moe": ("gpu", "kind", "fmt", "sm", "T", "h", "I", "k", "E", "tp", "ep", "dist", "n_act",
+                                "pairs", "bm", "blocks", "mats", "lat_us"),
                  "gemm": ("gpu", "fmt", "m", "n", "k", "lat_us"),
                  "attention": ("gpu", "kv", "b", "ctx", "h", "g", "d", "b_kv", "lat_us"),
                  "mla": ("gpu", "cls", "b", "h", "b_kv", "lat_us"),
@@ -198,6 +213,13 @@ SLICE_COLUMNS = {"moe": ("gpu", "fmt", "T", "h", "I", "k", "E", "tp", "ep", "dis
                  "gdn_decode": ("gpu", "kind", "b", "seq", "nv", "dk", "dv", "lat_us"),
                  "dsa": ("gpu", "kind", "kv", "b", "ctx", "h", "lat_us"),
                  "gdn_prefill": ("gpu", "kind", "b", "seq", "nv", "dk", "dv", "lat_us")}
+
+
+# what a model's rows are, where the file-wide `source` does not say it
+ROWS = {"marlin_moe": "the MarlinExperts rows (w4a16_mxfp4, a marlin kernel_source) of every GPU: vLLM 0.24.0, a "
+                      "0.1.dev19262 build on b200-sxm and b300-sxm; rows whose working set fits L2 left out "
+                      "(scripts/kernel_tables.py: marlin_rows); INT4 experts are priced from it "
+                      "(advisor/cost/marlin.py)"}
 
 
 def write_slice(path: Path, model: str, rows: list[dict[str, Any]]) -> None:
@@ -222,8 +244,8 @@ def main() -> int:
     doc: dict[str, Any] = {"source": "ai-dynamo/aiconfigurator @095f58a5 measured kernel tables (vLLM 0.24.0 on "
                                      "rtx-pro-6000-server, h100-sxm, b200-sxm, b300-sxm, gb200, l40s; 0.14.0 on "
                                      "a100-sxm), fitted by scripts/fit_kernels.py", "sampled_rows": SAMPLE}
-    readers = {"moe": moe_rows, "gemm": gemm_rows, "attention": attention_rows, "mla": mla_rows,
-               "prefill": prefill_rows, "mla_prefill": mla_prefill_rows,
+    readers = {"moe": moe_rows, "marlin_moe": marlin_rows, "gemm": gemm_rows, "attention": attention_rows,
+               "mla": mla_rows, "prefill": prefill_rows, "mla_prefill": mla_prefill_rows,
                "gdn_decode": lambda src: gdn_rows(src, "generation"),
                "gdn_prefill": lambda src: gdn_rows(src, "context"), "dsa": dsa_rows}
     only = [m for m in readers if m in (args.only or readers)]
@@ -236,6 +258,8 @@ def main() -> int:
         params = fit(model, c)
         params["in_sample"] = errors(evaluate(model, params, c), c["lat_us"])
         params["logo"] = leave_one_gpu_out(model, c)
+        if model in ROWS:
+            params["rows"] = ROWS[model]
         doc[model] = params
         args.slices.mkdir(parents=True, exist_ok=True)
         write_slice(args.slices / f"{model}.csv", model, rows)

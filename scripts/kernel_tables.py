@@ -89,9 +89,9 @@ def family(kernel_source: str) -> str:
 def moe_rows(src: Path) -> list[dict[str, Any]]:
     """One fused-MoE call per row (configurations an 8-GPU node runs; DeepSeek's grouped router left out), by
     the format's default kernel on each GPU, with its routing on the measured rank: active local experts and
-    (token, expert) pairs. INT4 Marlin and FlashInfer CUTLASS rows are grouped by GPU generation
-    (`kernels.MARLIN_INT4_FAMILY`, `kernels.CUTLASS_MOE_FAMILY`)."""
-    from advisor.cost.kernels import CUTLASS_MOE_FAMILY, MARLIN_INT4_FAMILY
+    (token, expert) pairs. The INT4 rows (vLLM's WNA16 kernels, not Marlin: `kernels.WNA16_TABLE_FAMILY`) and
+    FlashInfer CUTLASS rows are grouped by GPU generation (`kernels.CUTLASS_MOE_FAMILY`)."""
+    from advisor.cost.kernels import CUTLASS_MOE_FAMILY, WNA16_TABLE_FAMILY
 
     out = []
     unread: dict[str, int] = {}  # formats the tables time that no storage format of ours runs
@@ -99,7 +99,7 @@ def moe_rows(src: Path) -> list[dict[str, Any]]:
         sm = gpu_section(gpu)["sm"]
         # families the runtime splits by GPU generation (`kernels.moe_family`)
         by_generation = {"cutlass": CUTLASS_MOE_FAMILY.get(sm, "cutlass")}
-        int4 = {"marlin": MARLIN_INT4_FAMILY.get(sm, "marlin")}
+        int4 = {"marlin": WNA16_TABLE_FAMILY.get(sm, "wna16")}  # the collector names them marlin
         table = read_table(src, gpu, "moe")
         kernel = default_kernel(table, "moe_dtype")
         for r in table:
@@ -127,6 +127,62 @@ def moe_rows(src: Path) -> list[dict[str, Any]]:
                                                 row["dist"])
         row["mats"] = 2.0 if (row["h"], row["I"], row["k"], row["E"]) in NONGATED else 3.0
     return rows
+
+
+MARLIN_MATS = 3.0  # the MarlinExperts rows' models (gpt-oss, Kimi-K3) gate their experts: gate, up, down
+
+
+def marlin_rows(src: Path) -> list[dict[str, Any]]:
+    """The MarlinExperts rows (`marlin` in the kernel name: W4A16 MXFP4 experts on every GPU, gpt-oss shapes on the
+    RTX PRO 6000 and L40S, Kimi-K3's elsewhere; the kernel INT4 experts run, `advisor/cost/marlin.py`), configurations
+    one node runs, each with its routing on the measured rank and its M-blocks counted from that routing
+    (`marlin_blocks`). Rows whose working set fits the GPU's L2 (hwprofiles `l2_bytes`) are left out: the collector
+    re-reads one weight set, which then stays in L2, where a serving step streams every layer's from DRAM."""
+    out = []
+    for gpu in GPUS:
+        l2, sm = gpu_section(gpu).get("l2_bytes") or 0, gpu_section(gpu)["sm"]
+        for r in read_table(src, gpu, "moe"):
+            if r["moe_dtype"] != "w4a16_mxfp4" or "marlin" not in r["kernel_source"]:
+                continue
+            T, h, inter, k, E = (int(r[c]) for c in ("num_tokens", "hidden_size", "inter_size", "topk",
+                                                      "num_experts"))
+            tp, ep, dist = int(r["moe_tp_size"]), int(r["moe_ep_size"]), r["distribution"]
+            if tp * ep > 8 or T > 8192:
+                continue
+            n_act, pairs, _ = routing(T, h, inter, k, E, ep, dist)
+            draws = 1 if dist == "balanced" else 5  # collect_moe.py times 5 power-law routings per row
+            if min(E / ep, n_act * draws) * MARLIN_MATS * h * inter / tp * BPP["w4a16_mxfp4"] <= l2:
+                continue
+            bm, nblk = marlin_blocks(T, h, inter, k, E, ep, dist)
+            out.append({"gpu": gpu, "kind": "marlin", "fmt": "w4a16_mxfp4", "sm": sm, "T": T,
+                        "h": h, "I": inter, "k": k, "E": E, "tp": tp, "ep": ep, "dist": dist, "n_act": n_act,
+                        "pairs": pairs, "bm": bm, "blocks": nblk, "mats": MARLIN_MATS,
+                        "lat_us": float(r["latency_ms"]) * 1e3})
+    return out
+
+
+def marlin_blocks(T: int, h: int, inter: int, k: int, E: int, ep: int, dist: str, R: int = 8,
+                  seed: int = 0) -> tuple[float, float]:
+    """(bm, M-blocks on EP rank 0) of one table row: vLLM `fused_marlin_moe` block_size_m (`marlin.block_m` of
+    T k / E_local) and sum over local experts of ceil(tokens / bm), from the row's routing (`scripts/kernel_routing.py`,
+    the same draws as `features`)."""
+    from advisor.cost.marlin import block_m
+    from scripts import kernel_routing as kr
+
+    local = E // ep
+    bm = float(block_m(T * k / local))
+    grouped = kr.GROUPED.get((h, inter, k, E))
+
+    def count(sel: np.ndarray) -> float:
+        chosen = kr.route(sel, E, k, grouped)
+        c = np.bincount(chosen[chosen < local], minlength=local)
+        return float(np.ceil(c / bm).sum())
+
+    if dist == "balanced":
+        return bm, count(kr.balanced_sel(T, E, k))
+    alpha = float(dist.split("_")[-1])
+    rng = np.random.default_rng(seed + 7919 * T + 31 * E + ep)
+    return bm, float(np.mean([count(kr.power_law_sel(T, E, k, ep, alpha, rng)) for _ in range(R)]))
 
 
 def gemm_rows(src: Path) -> list[dict[str, Any]]:

@@ -118,13 +118,12 @@ def test_attention_kernels_by_gpu_generation() -> None:
         assert abs(np.median(err[c["gpu"] == gpu])) < 0.10, gpu
 
 
-def test_marlin_int4_moe_by_gpu_generation() -> None:
-    # Marlin's mma.sync is not the instruction sm90's or sm100's spec-sheet peak is quoted for: one INT4 parameter
-    # set for every GPU put the B200/B300/GB200 layers 28-42% too fast and the RTX PRO 6000's 70% too slow
-    # (median); per generation every GPU's INT4 rows stay within 20% median |error|, and the fitted compute rates
-    # sit far below sm90's and sm100's peaks but not sm120's
-    assert kernels.moe_family("int4_wo", "sm103") == "marlin_sm100"
-    assert kernels.moe_family("int4_wo", "sm120") == kernels.moe_family("int4_wo", "sm89") == "marlin"
+def test_tables_int4_rows_stay_in_the_joint_fit() -> None:
+    # the tables' int4_wo rows time vLLM's WNA16 kernels (not Marlin, `kernels.WNA16_TABLE_FAMILY`): they keep the
+    # per-generation groups of the joint MoE fit they shipped with (every GPU's rows within 20% median |error|), and
+    # no storage format is priced from them: INT4 experts take Marlin's parameters (tests/test_int4_moe.py)
+    assert kernels.moe_family("int4_wo", "sm103") == "wna16_sm100"
+    assert kernels.moe_family("int4_wo", "sm120") == kernels.moe_family("int4_wo", "sm89") == "wna16"
     c = slice_columns("moe")
     err = np.abs(fit_kernels.evaluate("moe", kernels.params()["moe"], c) / c["lat_us"] - 1)
     int4 = np.array([f.startswith("int4_wo/") for f in c["fmt"]])
@@ -133,8 +132,8 @@ def test_marlin_int4_moe_by_gpu_generation() -> None:
     for gpu in gpus:
         assert np.median(err[int4 & (c["gpu"] == gpu)]) < 0.20, gpu
     by = kernels.params()["moe"]["by_fmt"]
-    assert by["int4_wo/marlin_sm100"]["e_f"] < 0.5 * by["int4_wo/marlin"]["e_f"]
-    assert by["int4_wo/marlin_sm90"]["e_f"] < 0.75 * by["int4_wo/marlin"]["e_f"]
+    assert kernels.moe_params("int4-g32", False, "sm90")["e_f"] != by["int4_wo/wna16_sm90"]["e_f"]
+    assert kernels.moe_params("int4-g128", False, "sm100")["t0_us"] != by["int4_wo/wna16_sm100"]["t0_us"]
 
 
 def test_flashinfer_cutlass_moe_by_gpu_generation() -> None:

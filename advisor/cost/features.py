@@ -14,7 +14,7 @@ import numpy as np
 
 from advisor.arch.formats import bytes_per_param, compute_dtype
 from advisor.arch.model import ModelArch, WeightGroup
-from advisor.cost import kernels
+from advisor.cost import kernels, marlin
 from advisor.cost.collectives import SLOTS, slot_rows, step_collectives
 from advisor.cost.engine_args import EngineArgs
 from advisor.cost.memory import MemoryFit, kv_elem_bytes
@@ -61,6 +61,9 @@ class Features:
     moe_e_bw: np.ndarray
     moe_e_f: np.ndarray
     moe_kappa: np.ndarray
+    moe_marlin: np.ndarray  # 1: the experts run Marlin W4A16 (INT4; costed by `cost/marlin.py`), else 0
+    moe_fpc: np.ndarray  # Marlin: the GPU's tensor FLOPs per SM cycle and its mma.sync FLOPs per SM cycle
+    moe_mma: np.ndarray  # (`marlin.gpu_rates`; 1 when not Marlin)
     attn_layers: np.ndarray  # full-context softmax/MLA layers
     attn_heads: np.ndarray  # query heads per GPU
     attn_kv_heads: np.ndarray  # KV heads per GPU (MLA: 1 latent)
@@ -196,8 +199,9 @@ def _moe(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[Weight
     routed = [w for w in weights if w.shard == "expert"]
     if moe is None or not routed:
         zero = ("moe_layers", "experts", "topk", "moe_hidden", "moe_inter", "moe_mats", "moe_b_w", "moe_peak",
-                "moe_t0_us", "moe_e_bw", "moe_e_f", "moe_kappa")
-        return {k: (1.0 if k in ("moe_inter", "moe_mats", "moe_peak", "moe_e_bw", "moe_e_f") else 0.0) for k in zero}
+                "moe_t0_us", "moe_e_bw", "moe_e_f", "moe_kappa", "moe_marlin", "moe_fpc", "moe_mma")
+        ones = ("moe_inter", "moe_mats", "moe_peak", "moe_e_bw", "moe_e_f", "moe_fpc", "moe_mma")
+        return {k: (1.0 if k in ones else 0.0) for k in zero}
     fmt = max(routed, key=lambda w: w.params).fmt
     params = sum(w.params for w in routed) / (moe.num_experts * moe.moe_layers)
     mats = params / (arch.hidden_size * moe.expert_intermediate)
@@ -206,7 +210,16 @@ def _moe(arch: ModelArch, plan: Plan, hw: HardwareProfile, weights: tuple[Weight
     return {"moe_layers": moe.moe_layers, "experts": moe.num_experts, "topk": moe.experts_per_token,
             "moe_hidden": arch.hidden_size, "moe_inter": moe.expert_intermediate / plan.moe_tp,
             "moe_mats": round(mats), "moe_b_w": bytes_per_param(fmt), "moe_peak": peak,
-            "moe_t0_us": k["t0_us"], "moe_e_bw": k["e_bw"], "moe_e_f": k["e_f"], "moe_kappa": k["kappa_ns_per_B"]}
+            "moe_t0_us": k["t0_us"], "moe_e_bw": k["e_bw"], "moe_e_f": k["e_f"], "moe_kappa": k["kappa_ns_per_B"],
+            **_marlin(fmt, hw.gpu.sm or "")}
+
+
+def _marlin(fmt: str, sm: str) -> dict[str, float]:
+    """Marlin's per-GPU rates when the experts run it (`kernels.is_marlin`)."""
+    if not kernels.is_marlin(fmt):
+        return {"moe_marlin": 0.0, "moe_fpc": 1.0, "moe_mma": 1.0}
+    fpc, mma = marlin.gpu_rates(sm)
+    return {"moe_marlin": 1.0, "moe_fpc": fpc, "moe_mma": mma}
 
 
 def _padded_graphs(args: EngineArgs) -> int:

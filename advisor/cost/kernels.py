@@ -126,7 +126,7 @@ def gemm_params(fmt: str, native_fp4: bool) -> dict[str, float]:
 
 # The fused-MoE kernel vLLM runs per GPU generation (`model_executor/layers/fused_moe/`: FlashInfer's TRT-LLM
 # kernels on sm100/sm103; FlashInfer CUTLASS for FP8 on sm90 and for BF16/FP8/NVFP4 on sm120; OpenAI's Triton
-# MXFP4 kernel on sm90; Marlin for INT4 everywhere (`MARLIN_INT4_FAMILY`) and for weight-only FP4 off Blackwell
+# MXFP4 kernel on sm90; Marlin for INT4 everywhere (`marlin_moe_split`) and for weight-only FP4 off Blackwell
 # datacenter GPUs; vLLM's Triton fused_moe otherwise), as each GPU's default kernel in the kernel tables shows
 # (`scripts/fit_kernels.py: default_kernel`).
 # FlashInfer compiles its CUTLASS fused MoE per generation (`flashinfer/jit/fused_moe.py:
@@ -140,21 +140,22 @@ MOE_FAMILY = {"sm90": {"fp8": CUTLASS_MOE_FAMILY["sm90"], "fp8_block": CUTLASS_M
               "sm120": {**dict.fromkeys(("bfloat16", "fp8", "nvfp4"), CUTLASS_MOE_FAMILY["sm120"]),
                         "w4a16_mxfp4": "marlin"}}
 MOE_FAMILY_DEFAULT = {"sm100": "trtllm", "sm103": "trtllm"}
-# Marlin's INT4 (W4A16) MoE kernel per GPU generation. Marlin multiplies with warp-level `mma.sync.m16n8k16`
-# (vLLM `csrc/moe/marlin_moe_wna16/`, `csrc/quantization/gptq_marlin/`), the full-rate tensor-core instruction up to
-# sm89 and on sm120, but not the one the spec-sheet peak of sm90 (wgmma) or sm100/sm103 (tcgen05) is quoted
-# for, so one efficiency of the spec peak cannot serve every generation: fitted as one, the tables put the B200,
-# B300 and GB200 INT4 MoE layers 28-42% faster than measured beyond 16 tokens and the RTX PRO 6000's and L40S's
-# 50-130% slower (median); per generation, each GPU held out is predicted within 12-20% (`scripts/fit_kernels.py`).
-MARLIN_INT4_FAMILY = {"sm90": "marlin_sm90", "sm100": "marlin_sm100", "sm103": "marlin_sm100"}
+# The kernel tables' `int4_wo` rows are not Marlin: aiconfigurator's vLLM collector (vLLM 0.19/0.22 rows,
+# `collector/vllm/collect_moe.py: run_moe_torch` before the 0.24.0 rewrite) calls `fused_experts` with
+# `int4_w4a16_moe_quant_config` on unpacked uint8 weights, group 128, which vLLM runs with its WNA16 kernels
+# (`fused_moe.py: dispatch_fused_moe_kernel`: `moe_wna16_gemm` CUDA up to 6 (token, expert) pairs per expert, the
+# Triton `fused_moe_kernel_gptq_awq` above; the step shows in the rows), though it labels them
+# `vllm_marlin_int4_moe`. They stay in the joint MoE fit they shipped with, grouped by generation as then; no
+# storage format is priced from them. INT4 experts are priced by the Marlin model (`marlin_moe_split`).
+WNA16_TABLE_FAMILY = {"sm90": "wna16_sm90", "sm100": "wna16_sm100", "sm103": "wna16_sm100"}
 
 
 def moe_family(table_fmt: str, sm: str, weight_only_fp4: bool = False) -> str:
-    """Kernel family running a kernel-table MoE format on a GPU generation (`MOE_FAMILY`); INT4 experts run Marlin
-    (`MARLIN_INT4_FAMILY`), and so do NVFP4 experts on a GPU without FP4 tensor cores (its weight-only MXFP4
-    kernel, timed on sm120 only)."""
+    """Kernel family running a kernel-table MoE format on a GPU generation (`MOE_FAMILY`); the tables' INT4 rows are
+    vLLM's WNA16 kernels (`WNA16_TABLE_FAMILY`); NVFP4 experts on a GPU without FP4 tensor cores run Marlin (the
+    weight-only MXFP4 group, timed on sm120 and sm89)."""
     if table_fmt == "int4_wo":
-        return MARLIN_INT4_FAMILY.get(sm, "marlin")
+        return WNA16_TABLE_FAMILY.get(sm, "wna16")
     if weight_only_fp4 or (table_fmt == "w4a16_mxfp4" and sm not in MOE_FAMILY and sm not in MOE_FAMILY_DEFAULT):
         return "marlin"
     return MOE_FAMILY.get(sm, {}).get(table_fmt, MOE_FAMILY_DEFAULT.get(sm, "triton"))
@@ -169,10 +170,20 @@ def group_params(by: dict[str, dict[str, float]], key: str) -> dict[str, float]:
     return {n: float(np.median([v[n] for v in same])) for n in same[0]}
 
 
+def is_marlin(fmt: str) -> bool:
+    """INT4 (W4A16) experts: vLLM serves them with Marlin (`compressed_tensors_moe.py:
+    CompressedTensorsWNA16MarlinMoEMethod`, GPTQ/AWQ `*MarlinMoEMethod`), costed by `cost/marlin.py`."""
+    return fmt.startswith("int4")
+
+
 @cache  # pure in its string arguments; callers only read the dict
 def moe_params(fmt: str, native_fp4: bool, sm: str) -> dict[str, float]:
     """t0_us, e_bw, e_f, kappa_ns_per_B of the fused-MoE kernel that runs expert format `fmt` on a GPU generation
-    `sm` (`group_params`: a (format, family) the tables never timed takes the format's median)."""
+    `sm` (`group_params`: a (format, family) the tables never timed takes the format's median). INT4 experts run
+    Marlin: its fixed latency and efficiencies (`cost/marlin.py`, shared by every GPU; no per-size term)."""
+    if is_marlin(fmt):
+        m = params()["marlin_moe"]["by_kind"]["marlin"]
+        return {"t0_us": m["t0_us"], "e_bw": m["e_bw"], "e_f": m["e_f"], "kappa_ns_per_B": 0.0}
     table = moe_format(fmt, native_fp4)
     family = moe_family(table, sm, weight_only_fp4=fmt == "nvfp4" and not native_fp4)
     return group_params(params()["moe"]["by_fmt"], f"{table}/{family}")
