@@ -55,10 +55,10 @@ def test_silicon_dev_reads_zero_parallel_sizes_as_not_used(bench_dir: Path) -> N
     raw = _raw_rows(path)
     zero_rows = {i for i, r in enumerate(raw, start=1) if "0" in (r["dp"], r["ep"])}
     result = read_measurements(path)
-    assert len(raw) == 1486
+    assert len(raw) == 1444
     assert len(zero_rows) == 19  # aiconfigurator "epnone" rows converted as ep=0 (and dp=0)
     assert result.rejected == []
-    assert len(result.rows) == 1486
+    assert len(result.rows) == 1444
     zero = [m for m in result.rows if m.row in zero_rows]
     assert len(zero) == 19 and all(m.dp >= 1 and m.ep == 1 for m in zero)
     assert {m.engine for m in result.rows} == {"vllm", "sglang", "trtllm"}
@@ -115,7 +115,7 @@ def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Pa
     assert len(auto) == 44 and {m.model for m in auto} == {"openai/gpt-oss-120b"}
     # length_ratio (README): InferenceX's --random-range-ratio 0.8, aiperf fixed lengths for the gap-analysis runs
     ratio = {v: [m for m in rows if m.length_ratio == v] for v in (0.8, 1.0, None)}
-    assert [len(ratio[v]) for v in (0.8, 1.0, None)] == [921, 563, 2]
+    assert [len(ratio[v]) for v in (0.8, 1.0, None)] == [879, 563, 2]
     assert all("_gap_analysis_" in m.source for m in ratio[None])
     # batch waiting (README): the InferenceX Llama-3.1-70B TRT-LLM scripts at 1k/1k below TP8, and DeepSeek-R1 FP8
     # at 1k/1k from 64 users (one run labelled DeepSeek-V3)
