@@ -98,6 +98,7 @@ class Entry:
     decode: Side
     meta: tuple[str, str, str]  # InferenceX's prefill tp, prefill ep, decode tp
     recipe: str
+    ran_image: str  # the local squash file the GB200 launcher ran instead of `image`, if any
 
     def multiplier(self, concurrency: int) -> int | None:
         """1 if the entry ran `concurrency`, the decode worker count if it ran it as a per-worker value, else None."""
@@ -136,7 +137,8 @@ def read_configs(path: Path) -> list[Entry]:
                               int(r["osl"])),
                              r["spec"], r["spec_tokens"], tuple(int(c) for c in r["conc_list"].split()),
                              r["conc_per_decode_worker"] == "1", sides["prefill"], sides["decode"],
-                             (r["prefill_tp_meta"], r["prefill_ep_meta"], r["decode_tp_meta"]), r["recipe"]))
+                             (r["prefill_tp_meta"], r["prefill_ep_meta"], r["decode_tp_meta"]), r["recipe"],
+                             r["ran_image"]))
     return out
 
 
@@ -214,20 +216,29 @@ def decode_batch(concurrency: int, decode: Side) -> int:
     return math.ceil(concurrency / ranks)
 
 
-def engine_release(row: dict[str, str], image: str) -> tuple[str, str, str]:
+_SQUASH_RELEASE = re.compile(r"sglang\+v(\d[\w.]*?)\.sqsh$")
+
+
+def engine_release(row: dict[str, str], image: str, ran: str = "") -> tuple[str, str, str]:
     """(engine release, Dynamo release, note) of a row: a Dynamo runtime image or a Dynamo release in the source's
-    engine_version gives the Dynamo release, and for TensorRT-LLM the engine release it shipped (`DYNAMO_TRTLLM`)."""
+    engine_version gives the Dynamo release, and for TensorRT-LLM the engine release it shipped (`DYNAMO_TRTLLM`).
+    `ran`: the local squash file the launcher ran instead of the image (SGLang on GB200 before 2025-12-19): its
+    release where its name gives one (`lmsysorg+sglang+v0.5.5.post2.sqsh`), else unknown."""
     version = row["engine_version"]
     m = _DYNAMO_IMAGE.search(image)
     dynamo = m.group(2) if m else ""
     if row["engine"] != "trtllm":
-        if dynamo and version == dynamo:  # the source wrote the Dynamo tag: the launcher ran a local image then
-            return "", dynamo, "engine release unknown: the launcher replaced the image with a local squash file"
+        if ran:
+            rel = _SQUASH_RELEASE.search(ran)
+            note = f"the launcher ran the local image {ran} instead of {image or 'the configured one'}"
+            return (rel.group(1) if rel else ""), dynamo, note + ("" if rel else ": engine release unknown")
+        if dynamo and version == dynamo:
+            return "", dynamo, "engine release unknown: the source gives the Dynamo release only"
         return version, dynamo, ""
     dynamo = dynamo or (version if version in DYNAMO_TRTLLM else "")
     if not dynamo:
         return version, "", ""
-    mapped, why = DYNAMO_TRTLLM.get(dynamo, ("", ""))
+    mapped, _why = DYNAMO_TRTLLM.get(dynamo, ("", ""))
     if version and version != dynamo and version != mapped:
         return version, dynamo, f"engine_version {version} is the source's; {dynamo} ships {mapped or 'unknown'}"
     return mapped, dynamo, ""

@@ -158,7 +158,8 @@ def output_row(row: dict[str, str], prov: dict[str, str], res: Resolution) -> di
     image = prov.get("image", "")
     if not image and res.matches and len({e.image for e, _, _ in res.matches}) == 1:
         image = res.matches[0][0].image
-    engine_version, dynamo, engine_note = engine_release(row, image)
+    ran = {e.ran_image for e, _, _ in res.matches}
+    engine_version, dynamo, engine_note = engine_release(row, image, ran.pop() if len(ran) == 1 else "")
     spec, tokens, spec_note = _spec(res)
     encodings = {enc for _, _, enc in res.matches} & set(_ENCODING)
     cell_note = _ENCODING[encodings.pop()] if len(encodings) == 1 and res.rule != "source" else ""

@@ -37,7 +37,7 @@ FIELDS = ("config", "file", "first_commit", "first_date", "until_date", "image",
           "runner", "framework", "isl", "osl", "spec", "spec_tokens", "conc_list", "conc_per_decode_worker",
           "prefill_workers", "prefill_gpus", "prefill_dp_attn", "prefill_ep", "prefill_tp_meta", "prefill_ep_meta",
           "decode_workers", "decode_gpus", "decode_dp_attn", "decode_ep", "decode_tp_meta", "decode_ep_meta",
-          "recipe")
+          "recipe", "ran_image")
 
 
 def git(repo: Path, *args: str) -> str:
@@ -158,7 +158,26 @@ def launcher_rows(text: str) -> Iterator[dict[str, Any]]:
             continue
         for name, side in sides.items():
             row.update({f"{name}_{k}": v for k, v in side.items()})
+        row["ran_image"] = ran_image(text, str(row["framework"]), isl, osl)
         yield row
+
+
+_SQUASH_BY_ISL = re.compile(r'if \[ "\$ISL" = "1024" \] && \[ "\$OSL" = "1024" \]; then\s*export IMAGE="([^"]+)"'
+                            r'\s*else\s*export IMAGE="([^"]+)"')
+_SQUASH = re.compile(r'FRAMEWORK == "dynamo-sglang" \]\]; then\s*export IMAGE="([^"]+)"')
+
+
+def ran_image(launcher: str, framework: str, isl: int, osl: int) -> str:
+    """The local squash file the GB200 launcher ran instead of the configured SGLang image, if it replaced it
+    (`export IMAGE=/mnt/lustre01/artifacts/containers/<file>.sqsh`: 2025-11 to 2025-12-19; at 1k/1k a squash of
+    lmsysorg/sglang:v0.5.5.post2 from 2025-12-01), else ''."""
+    if framework != "dynamo-sglang":
+        return ""
+    if m := _SQUASH_BY_ISL.search(launcher):
+        return Path(m.group(1) if (isl, osl) == (1024, 1024) else m.group(2)).name
+    if m := _SQUASH.search(launcher):
+        return Path(m.group(1)).name
+    return ""
 
 
 def _key(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -187,14 +206,17 @@ def collect(repo: Path) -> list[dict[str, Any]]:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser where installed: 154 revisions
     first_master = commits(repo, MASTER, "2025-12-05", "2025-12-06")[0]
-    launcher = [(h, d, list(launcher_rows(git(repo, "show", f"{h}:{LAUNCHER}"))))
-                for h, d in commits(repo, LAUNCHER, "2025-11-01", first_master[1])]
+    early = [(h, d, list(launcher_rows(git(repo, "show", f"{h}:{LAUNCHER}"))))
+             for h, d in commits(repo, LAUNCHER, "2025-11-01", first_master[1])]
     master = []
     for h, d in commits(repo, MASTER, "2025-12-05", "2026-04-15"):
         cfg = yaml.load(git(repo, "show", f"{h}:{MASTER}"), Loader=loader)
         rows = [r for key, c in cfg.items() if isinstance(c, dict) and c.get("disagg") for r in master_rows(key, c)]
+        launcher = git(repo, "show", f"{h}:{LAUNCHER}")
+        for r in rows:
+            r["ran_image"] = ran_image(launcher, r["framework"], r["isl"], r["osl"]) if r["runner"] == "gb200" else ""
         master.append((h, d, rows))
-    return with_dates(launcher, first_master[1]) + with_dates(master, "")
+    return with_dates(early, first_master[1]) + with_dates(master, "")
 
 
 def main(argv: list[str] | None = None) -> int:
