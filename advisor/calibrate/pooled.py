@@ -7,28 +7,33 @@ z_g + d_h with a shrinkage penalty SHRINK d_h (a deviation of 1 in logit space c
 off). The loss is on log(predicted / measured) of TTFT, TPOT and output tok/s over every row, Cauchy at a tighter
 scale on TTFT than on the rest (`calibrate/loss.py`; `scipy.optimize.least_squares`, trf; the Jacobian's block
 structure is passed so that a GPU's deviations are differenced together). A term the rows cannot inform keeps
-its prior (engine-wide) or no deviation (per GPU).
+its prior (engine-wide) or no deviation (per GPU). What it shares with the per-GPU calibrator (rows, residuals,
+prior weight, solver settings, which rows inform which term) is `calibrate/base.py: CalibratorBase`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NoReturn
+from typing import ClassVar
 
 import numpy as np
 
+from advisor.calibrate.base import (
+    NAMES,
+    PRIOR_WEIGHT,
+    CalibratorBase,
+    architecture_of,
+    consistent,
+    measured,
+    subset,
+)
 from advisor.calibrate.consistency import slower_than_dominated
-from advisor.calibrate.fit import consistent, subset
-from advisor.calibrate.loss import F_SCALE, heavy_tailed, robust_loss
 from advisor.calibrate.loss import NAME as LOSS_NAME
 from advisor.calibrate.predict_rows import METRIC_KEYS, Bucket, run_bucket
 from advisor.cost.terms import BOUNDS, Terms, at_bound
 
 Key = tuple[str, str]
-NAMES = tuple(BOUNDS)
-PRIOR_WEIGHT = 0.3
 SHRINK = 0.5
-MIN_ROWS = 3
 METHOD = (f"scipy.optimize.least_squares (trf, {LOSS_NAME}) on log(pred/meas) of ttft_ms, tpot_ms, "
           f"output_tok_s over every GPU of the engine; engine-wide terms with a prior toward Terms() (weight "
           f"{PRIOR_WEIGHT}) and per-GPU deviations shrunk toward them (weight {SHRINK}), in bounded logit space")
@@ -45,25 +50,19 @@ def _v(name: str, z: np.ndarray | float) -> np.ndarray | float:
     return lo + (hi - lo) / (1 + np.exp(-z))
 
 
-def informed(b: Bucket) -> set[str]:
-    """The terms a bucket's rows can inform (at least MIN_ROWS rows that measure what moves them)."""
-    rows = b.rows
-    decode = sum(1 for r in rows if r.tpot_ms or r.output_tok_s)
-    ttft = sum(1 for r in rows if r.ttft_ms)
-    multi = sum(1 for r in rows if (r.tpot_ms or r.output_tok_s) and r.tp * r.dp > 1)
-    counts = {"bw_scale": decode, "layer_overhead_us": decode, "step_overhead_us": decode,
-              "request_overhead_us": ttft, "comm_latency_scale": multi,
-              "bench_wave_share": ttft}
-    return {k for k, n in counts.items() if n >= MIN_ROWS}
-
-
-class PooledCalibrator:
+class PooledCalibrator(CalibratorBase):
     """`PooledCalibrator(prior).fit(buckets)` (buckets of one engine, keyed (hardware, engine)) sets `global_`
     (engine-wide Terms), `per_hardware_` (hardware -> Terms), `deviations_` (hardware -> {term: logit shift}),
     `refused_` (term -> why it kept its prior), `bounds_hit_`, `rows_` (hardware -> rows fitted), `set_aside_`
     (hardware -> why sweeps that contradict themselves or a GPU they outrank on every spec, and rows beyond their
     GPUs' peak, were left out, `calibrate/consistency.py`) and returns self;
     `terms_for(hardware)` gives a GPU's terms (engine-wide for one it never saw)."""
+
+    # differ from the base, as this fit always did: every TTFT row informs the wave share (not only those at more
+    # than one user), and the per-layer time needs no two layer counts (a GPU's deviation is shrunk instead)
+    informs: ClassVar[Mapping[str, str]] = {**CalibratorBase.informs, "bench_wave_share": "ttft"}
+    layers_must_differ: ClassVar[bool] = False
+    fit_argument: ClassVar[str] = "buckets"
 
     global_: Terms
     per_hardware_: dict[str, Terms]
@@ -80,17 +79,17 @@ class PooledCalibrator:
         self.base = base
 
     def fit(self, buckets: Mapping[Key, Bucket]) -> PooledCalibrator:
-        from scipy.optimize import least_squares
         from scipy.sparse import lil_matrix
 
         buckets, self.set_aside_ = _consistent(buckets)
         keys = [k for k, b in buckets.items() if b.index]
-        union = set().union(*(informed(buckets[k]) for k in keys)) if keys else set()
+        informs = {k: self.informed(buckets[k]) for k in keys}
+        union = set().union(*informs.values())
         g_names = [] if self.base is not None else [n for n in NAMES if n in union]
-        d_names = [(k, n) for k in keys for n in NAMES if n in informed(buckets[k])]
+        d_names = [(k, n) for k in keys for n in informs[k]]
         start = self.base or self.prior
         z0 = np.array([_z(n, getattr(start, n)) for n in g_names] + [0.0] * len(d_names))
-        meas = {k: _measured(buckets[k]) for k in keys}
+        meas = {k: measured(buckets[k]) for k in keys}
 
         def terms_at(x: np.ndarray, key: Key) -> Terms:
             vals = {n: _z(n, getattr(start, n)) for n in NAMES}
@@ -101,16 +100,10 @@ class PooledCalibrator:
             return Terms(**{n: float(_v(n, z)) for n, z in vals.items()})
 
         def residuals(x: np.ndarray) -> np.ndarray:
-            parts = []
-            for k in keys:
-                pred = run_bucket(buckets[k], terms_at(x, k))
-                for m in METRIC_KEYS:
-                    ok = np.isfinite(meas[k][m])
-                    parts.append(np.log(np.clip(pred[m][ok], 1e-9, 1e12) / meas[k][m][ok]))
-            parts.append(PRIOR_WEIGHT * (x[:len(g_names)] - z0[:len(g_names)]))
+            parts = [r for k in keys for r in self.log_ratios(run_bucket(buckets[k], terms_at(x, k)), meas[k])]
+            parts.append(self.prior_weight * (x[:len(g_names)] - z0[:len(g_names)]))
             parts.append(self.shrink * x[len(g_names):])
-            r = np.concatenate(parts)
-            return np.where(np.isfinite(r), r, 30.0)
+            return self.finite(parts)
 
         n_par = len(g_names) + len(d_names)
         if n_par:
@@ -122,10 +115,7 @@ class PooledCalibrator:
                 i = keys.index(k)
                 J[offsets[i]:offsets[i + 1], len(g_names) + j] = 1
             J[offsets[-1]:, :] = np.eye(n_par, dtype=np.int8)
-            loss = robust_loss(heavy_tailed([meas[k] for k in keys], n_par))
-            sol = least_squares(residuals, z0, method="trf", loss=loss, f_scale=F_SCALE, diff_step=1e-3,
-                                jac_sparsity=J.tocsr(), max_nfev=200)
-            x = sol.x
+            x = self.solve(residuals, z0, [meas[k] for k in keys], n_par, jac_sparsity=J.tocsr())
         else:
             x = z0
         self.global_ = terms_at(np.concatenate([x[:len(g_names)], np.zeros(len(d_names))]), ("", ""))
@@ -133,7 +123,8 @@ class PooledCalibrator:
         self.deviations_ = {k[0]: {n: float(x[len(g_names) + j]) for j, (kk, n) in enumerate(d_names) if kk == k}
                             for k in keys}
         self.refused_ = {} if self.base is not None else {
-            n: f"no GPU has {MIN_ROWS} rows that measure it; kept at the prior" for n in NAMES if n not in union}
+            n: f"no GPU has {self.min_rows[n]} rows that measure it; kept at the prior"
+            for n in NAMES if n not in union}
         self.bounds_hit_ = [n for n in g_names if at_bound(n, getattr(self.global_, n))]
         self.rows_ = {k[0]: len(buckets[k].index) for k in keys}
         return self
@@ -141,21 +132,10 @@ class PooledCalibrator:
     def terms_for(self, hardware: str) -> Terms:
         return self.per_hardware_.get(hardware, self.global_)
 
-    def __getattr__(self, name: str) -> NoReturn:
-        if name.endswith("_") and not name.startswith("_"):
-            raise AttributeError(f"PooledCalibrator.{name} does not exist before fit(buckets): call fit first")
-        raise AttributeError(f"'PooledCalibrator' object has no attribute {name!r}")
-
-
-def _measured(b: Bucket) -> dict[str, np.ndarray]:
-    return {m: np.array([getattr(r, m) or np.nan for r in b.rows], float) for m in METRIC_KEYS}
-
 
 def _consistent(buckets: Mapping[Key, Bucket]) -> tuple[dict[Key, Bucket], dict[str, list[str]]]:
     """The buckets without the rows of sweeps that contradict themselves or a GPU they outrank on every spec, and
     the rows beyond their GPUs' peak (`calibrate/consistency.py`), and per GPU why rows were set aside."""
-    from advisor.calibrate.splits import architecture_of
-
     cleaned = {k: consistent(b) for k, b in buckets.items()}
     why = {k: set(bad.values()) for k, (_, bad) in cleaned.items()}
     slow = slower_than_dominated({k[0]: (b.hw, b.rows) for k, (b, _) in cleaned.items()}, architecture_of)

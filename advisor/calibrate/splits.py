@@ -7,16 +7,15 @@ A `Fitter` turns training buckets into terms per (hardware, engine) key; the spl
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Literal
 
 import numpy as np
 
-from advisor.calibrate.fit import subset
+from advisor.calibrate.base import architecture_of, subset
 from advisor.calibrate.measurements import Measurement
+from advisor.calibrate.pooled import PooledCalibrator
 from advisor.calibrate.predict_rows import METRIC_KEYS, Bucket, run_bucket
 from advisor.calibrate.report import metric_summary
 from advisor.cost.terms import Terms
@@ -45,16 +44,9 @@ class HeldOut:
 
 
 def group_of(row: Measurement, key: Key, split: Split) -> str:
+    """The group a row is held out with: its architecture (`base.architecture_of`: models that differ only in
+    name are one) or its GPU."""
     return architecture_of(row.model) if split == "model" else key[0]
-
-
-@cache
-def architecture_of(model: str) -> str:
-    """What "a model the fit never saw" holds out: models whose architectures differ only in name
-    (DeepSeek-R1 and DeepSeek-V3, whose measured rows repeat one another's runs) are one."""
-    from advisor.resolve import resolve
-
-    return json.dumps(resolve(model).arch.model_dump(mode="json", exclude={"model"}), sort_keys=True)
 
 
 def held_out(buckets: Mapping[Key, Bucket], split: Split, fitter: Fitter) -> list[HeldOut]:
@@ -107,7 +99,6 @@ def _errors(rows: list[HeldOut], metric: str) -> list[float]:
 def pooled_fitter(prior: Terms | None = None) -> Fitter:
     """Terms fitted per engine across every GPU (`calibrate/pooled.py`); a GPU with no training rows gets its
     engine's pooled terms (what a GPU nobody measured gets)."""
-    from advisor.calibrate.pooled import PooledCalibrator
 
     def fit(train: Mapping[Key, Bucket]) -> TermsFor:
         fits = {e: PooledCalibrator(prior).fit({k: b for k, b in train.items() if k[1] == e})
