@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from advisor.cost.budget import FITTED, Constants, cuda_total, peers
+from advisor.cost.budget import FITTED, Constants, peers
+from advisor.cost.engine_args import EngineArgs
+from advisor.cost.engine_args import resolve as engine_args
 from advisor.cost.memory import MemoryFit, memory_fit
 from advisor.cost.plan import Plan
 from advisor.cost.weights import requantize
@@ -69,8 +71,8 @@ def load_logs(path: Path) -> list[StartupLogEntry]:
     return [StartupLogEntry(**e) for e in json.loads(path.read_text(encoding="utf-8"))]
 
 
-def case(entry: StartupLogEntry, repo: Path) -> tuple[Any, Plan, Any, Settings]:
-    """(arch, plan, hardware, settings) of a predicted log."""
+def case(entry: StartupLogEntry, repo: Path) -> tuple[Any, Plan, Any, EngineArgs]:
+    """(arch, plan, hardware, resolved engine arguments) of a predicted log."""
     from advisor.hardware import load_profile
     from advisor.resolve import resolve
 
@@ -79,12 +81,13 @@ def case(entry: StartupLogEntry, repo: Path) -> tuple[Any, Plan, Any, Settings]:
     settings = Settings(engine=entry.engine, engine_version=entry.engine_version,
                         **{k: v for k, v in entry.settings.items() if v is not None})
     assert entry.hardware is not None
-    return arch, Plan(**entry.plan), load_profile(entry.hardware), settings
+    plan, hw = Plan(**entry.plan), load_profile(entry.hardware)
+    return arch, plan, hw, engine_args(settings, arch, plan, hw)
 
 
 def predict(entry: StartupLogEntry, repo: Path, consts: Constants = FITTED) -> MemoryFit:
-    arch, plan, hw, settings = case(entry, repo)
-    return memory_fit(arch, plan, hw, settings, requantize(arch, settings.weight_dtype), consts)
+    arch, plan, hw, args = case(entry, repo)
+    return memory_fit(arch, plan, hw, args, requantize(arch, args.weight_dtype), consts)
 
 
 def replay(entry: StartupLogEntry, repo: Path, consts: Constants = FITTED) -> Replay:
@@ -114,11 +117,10 @@ def fit_constants(entries: list[StartupLogEntry], repo: Path) -> Constants:
     base_rows: list[tuple[int, float]] = []
     peer_rows: list[tuple[int, float]] = []
     for e in rows:
-        arch, plan, hw, settings = case(e, repo)
-        assert e.measured_terms is not None and settings.release().sampler == "sort", e.id
-        cap, name = int(cuda_total(hw)), hw.gpu.name
-        tokens = settings.batched_tokens(cap, name)
-        elements = min(settings.num_seqs(cap, name), tokens) * arch.vocab_size
+        arch, plan, hw, args = case(e, repo)
+        assert e.measured_terms is not None and args.engine_release().sampler == "sort", e.id
+        tokens = args.max_num_batched_tokens
+        elements = min(args.max_num_seqs, tokens) * arch.vocab_size
         n.append(elements)
         y.append(e.measured_terms["activation_peak_gib"] * GiB - tokens * arch.hidden_size * 2.0 - 18.0 * elements)
         k = peers(arch, plan)

@@ -1,9 +1,9 @@
-"""Regenerate the README's capacity-planning examples and the Pareto figure from the CLI itself.
+"""Regenerate docs/capacity.md's capacity-planning examples and the Pareto figure from the CLI itself.
 
-    python -m scripts.capacity_examples [--readme README.md]   # figure: docs/pareto_case_study.png
+    python -m scripts.capacity_examples [--update [FILE]]   # figure: docs/pareto_case_study.png
 
 Each example runs `advisor ... --json` offline on the bundled catalog (default box: 8x RTX PRO 6000 Server)
-and prints the numbers the README quotes. Prices are inputs of the example (a user's own rate), not data.
+and prints the numbers docs/capacity.md quotes. Prices are inputs of the example (a user's own rate), not data.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from scripts.readme_block import advisor_cli, replace_block
+from scripts.readme_block import advisor_cli, home, replace_block
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -79,18 +79,19 @@ def pareto() -> list[str]:
     for p in (p for p in pts if p["operating"]):
         lines.append(f"- {p['model']}: {p['plan']} at {p['concurrency']:,} users, {p['output_tok_s_per_gpu']:,.0f} "
                      f"tok/s per GPU, {p['per_user_tok_s']:.1f} tok/s per user")
-    lines += ["", f"![Pareto frontier]({FIGURE.relative_to(REPO).as_posix()})"]
+    lines += ["", f"![Pareto frontier]({FIGURE.relative_to(home('capacity').parent).as_posix()})"]
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--readme", type=Path, help="README whose capacity block to replace")
+    ap.add_argument("--update", type=Path, nargs="?", const=home("capacity"), metavar="FILE",
+                    help="replace the capacity block of FILE (default: docs/capacity.md)")
     args = ap.parse_args(argv)
     text = "\n".join([*slo_and_cost(), "", *boxes(), "", *speculative(), "", *pareto()])
     print(text)
-    if args.readme:
-        replace_block(args.readme, "capacity", text)
+    if args.update:
+        replace_block(args.update, "capacity", text)
     return 0
 
 

@@ -1,6 +1,6 @@
 """Print the case-study points (8x RTX PRO 6000) next to the model's predictions.
 
-    python -m scripts.case_study [CSV] [--readme README.md]   # default CSV: advisor/examples/case_study.csv
+    python -m scripts.case_study [CSV] [--update [FILE]]   # default CSV: advisor/examples/case_study.csv
 
 Predictions: the cost model with `Terms()` priors (uncalibrated); with the shipped calibration for the
 row's hardware and engine (fitted on these four rows and the public RTX PRO 6000 rows, so in-sample);
@@ -28,7 +28,7 @@ from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
 from advisor.errors import AdvisorError
 from advisor.hardware import HardwareProfile, load_profile
-from scripts.readme_block import replace_block
+from scripts.readme_block import home, replace_block
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -70,7 +70,7 @@ def predict(row: Measurement, terms: Terms | None = None) -> tuple[dict[str, flo
     label = _plan(row).label()
     if not case.runs:
         return None, case.reason or "does not run", i, o
-    pred = evaluate([case], hw, settings, terms or Terms(), np.array([row.concurrency]), np.array([i]),
+    pred = evaluate([case], terms or Terms(), np.array([row.concurrency]), np.array([i]),
                     np.array([o])).at(0, row.concurrency)
     assert pred.tpot_ms is not None and pred.output_tok_s is not None
     return {"tpot_ms": pred.tpot_ms, "output_tok_s": pred.output_tok_s}, label, i, o
@@ -113,7 +113,7 @@ def users_for(row: Measurement, terms: Terms) -> tuple[int, int] | None:
     case, hw, settings, i, o = _case(row)
     if not case.runs:
         return None
-    res = evaluate([case], hw, settings, terms, USERS_GRID, np.array([i]), np.array([o]))
+    res = evaluate([case], terms, USERS_GRID, np.array([i]), np.array([o]))
     for users in USERS_GRID:
         pred = res.at(0, int(users))
         if pred.output_tok_s is not None and pred.output_tok_s >= row.output_tok_s:
@@ -151,7 +151,7 @@ def why() -> list[str]:
         entry = lookup(model)
         assert entry is not None
         case = make_case(entry.arch, plan, hw, Settings())
-        mech = evaluate([case], hw, Settings(), terms, np.array([1]), np.array([ASSUMED_INPUT_LEN]),
+        mech = evaluate([case], terms, np.array([1]), np.array([ASSUMED_INPUT_LEN]),
                         np.array([512])).at(0, 1).mechanism_ms
         total = sum(mech.values())
         shares = " | ".join(f"{mech[k]:.2f} ({mech[k] / total:.0%})"
@@ -163,7 +163,8 @@ def why() -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv", nargs="?", default=str(CSV), help="measurement CSV (the columns of `advisor check --help`)")
-    ap.add_argument("--readme", type=Path, help="README whose case-study block to replace")
+    ap.add_argument("--update", type=Path, nargs="?", const=home("case-study"), metavar="FILE",
+                    help="replace the case-study block of FILE (default: docs/accuracy.md)")
     args = ap.parse_args(argv)
     try:
         data = read_measurements(args.csv)
@@ -185,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
                 "terms).")
     text = "\n".join(lines) + "\n\n" + note + "\n\n" + users + "\n\n" + why_note + "\n\n" + "\n".join(why_lines)
     print(text)
-    if args.readme:
-        replace_block(args.readme, "case-study", text)
+    if args.update:
+        replace_block(args.update, "case-study", text)
     for bad in data.rejected:
         print(f"skipped row {bad.row}: {bad.reason}", file=sys.stderr)
     return 0

@@ -2,7 +2,7 @@
 
     python -m scripts.comm_accuracy                 # print the accuracy table (shipped profiles vs CSV)
     python -m scripts.comm_accuracy --write         # refit and rewrite the generated block of each profile
-    python -m scripts.comm_accuracy --readme README.md   # also replace the README accuracy section
+    python -m scripts.comm_accuracy --update [FILE]   # also replace the comm-accuracy block of docs/accuracy.md
 
 The CSV is tests/data/collectives/aiconfigurator_comm.csv (the rows of aiconfigurator's measured comm table
 that the profiles use; source and licence in tests/data/collectives/README.md).
@@ -33,7 +33,7 @@ from research.aic_data import (
     score,
     systems_and_sizes,
 )
-from scripts.readme_block import replace_block
+from scripts.readme_block import home, replace_block
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -220,7 +220,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--csv", type=Path, default=CSV)
     ap.add_argument("--write", action="store_true", help="refit terms into hwprofiles/*.toml")
-    ap.add_argument("--readme", type=Path, help="README to update between the comm-accuracy markers")
+    ap.add_argument("--update", type=Path, nargs="?", const=home("comm-accuracy"), metavar="FILE",
+                    help="replace the comm-accuracy block of FILE (default: docs/accuracy.md)")
     args = ap.parse_args()
     rows = read_aic_csv(args.csv)
     if args.write:
@@ -228,8 +229,8 @@ def main() -> None:
             write_profile(profiles_dir() / f"{pid}.toml", rows)
     table = accuracy_table(rows)
     print(table)
-    if args.readme:
-        update_readme(args.readme, table)
+    if args.update:
+        update_readme(args.update, table)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
-"""The README's kernel-accuracy block: each kernel model against its measured table, in sample and on every
+"""docs/accuracy.md's kernel-accuracy block: each kernel model against its measured table, in sample and on every
 GPU left out of the fit (median |error|, from `advisor/cost/kernel_params.json`, which scripts/fit_kernels.py
 writes).
 
-    python -m scripts.kernel_accuracy [--readme README.md]
+    python -m scripts.kernel_accuracy [--update [FILE]]
 """
 
 from __future__ import annotations
@@ -40,12 +40,13 @@ def table() -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--readme", type=Path, help="replace the kernel-accuracy block of this README")
+    ap.add_argument("--update", type=Path, nargs="?", const=REPO / "docs" / "accuracy.md", metavar="FILE",
+                    help="replace the kernel-accuracy block of FILE (default: docs/accuracy.md)")
     args = ap.parse_args()
-    if args.readme:
+    if args.update:
         from scripts.readme_block import replace_block
 
-        replace_block(args.readme, "kernel-accuracy", table())
+        replace_block(args.update, "kernel-accuracy", table())
     else:
         print(table())
     return 0

@@ -1,6 +1,6 @@
 """Print the memory model beside public engine start-up logs (tests/data/logs/logs.json).
 
-    python -m scripts.memory_logs [--readme README.md]
+    python -m scripts.memory_logs [--update [FILE]]
 
 Each log is replayed with the conditions it states (model, GPU, plan, engine release, utilisation, max model
 length, KV dtype) through `advisor.cost.memory.memory_fit`, and compared on what it prints: the KV tokens
@@ -24,7 +24,7 @@ from research.logcheck import (
     load_logs,
     replay,
 )
-from scripts.readme_block import replace_block
+from scripts.readme_block import home, replace_block
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -61,7 +61,7 @@ def _row(e: StartupLogEntry, r: Replay) -> str:
 
 
 def table(entries: list[StartupLogEntry]) -> str:
-    """The README block: every log beside its prediction, the fitted constants and their leave-one-out."""
+    """The docs/accuracy.md block: every log beside its prediction, the fitted constants and their leave-one-out."""
     replays = [replay(e, REPO) for e in entries]
     predicted = [r for r in replays if r.holds is not None]
     held = sum(1 for r in predicted if r.holds)
@@ -90,12 +90,13 @@ def table(entries: list[StartupLogEntry]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--readme", type=Path, help="write the table between the memory-logs markers of this file")
+    ap.add_argument("--update", type=Path, nargs="?", const=home("memory-logs"), metavar="FILE",
+                    help="write the table between the memory-logs markers of FILE (default: docs/accuracy.md)")
     args = ap.parse_args()
     body = table(load_logs(LOGS))
     print(body, end="")
-    if args.readme:
-        replace_block(args.readme, "memory-logs", body)
+    if args.update:
+        replace_block(args.update, "memory-logs", body)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
-"""Regenerate the README's quality examples and figure from the CLI itself.
+"""Regenerate docs/quality.md's quality examples and figure from the CLI itself.
 
-    python -m scripts.quality_examples [--readme README.md]   # figure: docs/quality_catalog.png
+    python -m scripts.quality_examples [--update [FILE]]   # figure: docs/quality_catalog.png
 
 Offline, on the bundled catalog and the default box (8x RTX PRO 6000 Server), default quality scale.
 """
@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from scripts.readme_block import advisor_cli, replace_block
+from scripts.readme_block import advisor_cli, home, replace_block
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -45,7 +45,8 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--readme", type=Path, help="README whose quality block to replace")
+    ap.add_argument("--update", type=Path, nargs="?", const=home("quality"), metavar="FILE",
+                    help="replace the quality block of FILE (default: docs/quality.md)")
     args = ap.parse_args(argv)
     case_args = ("rank", *CASE, "--objective", "best-under-slo", "--max-tpot-ms", "50", "--concurrency", "16")
     case, case_text = run(*case_args)
@@ -56,11 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     lines = [f"`advisor {' '.join(case_args)}`:", "", *table(case), "", tradeoff_line(case_text), "",
              f"`advisor {' '.join(cat_args)} --plot quality.png` (whole catalog; top 8 of "
              f"{sum(1 for d in catalog if d['rank'])} ranked):", "", *table(catalog)[:10], "",
-             tradeoff_line(cat_text), "", f"![quality vs throughput]({FIGURE.relative_to(REPO).as_posix()})"]
+             tradeoff_line(cat_text), "",
+             f"![quality vs throughput]({FIGURE.relative_to(home('quality').parent).as_posix()})"]
     text = "\n".join(lines)
     print(text)
-    if args.readme:
-        replace_block(args.readme, "quality", text)
+    if args.update:
+        replace_block(args.update, "quality", text)
     return 0
 
 

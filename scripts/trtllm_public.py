@@ -1,6 +1,6 @@
 """`--engine trtllm` on the RTX PRO 6000 box against NVIDIA's published TensorRT-LLM max-load throughput there.
 
-    python -m scripts.trtllm_public [--readme README.md]
+    python -m scripts.trtllm_public [--update [FILE]]
 
 The rows are `tests/data/bench/public.csv`'s RTX PRO 6000 Server TensorRT-LLM ones (`docs/source/performance/
 perf-overview.md`, three revisions; FP4 checkpoints, fixed lengths, `trtllm-bench throughput` with every request
@@ -29,7 +29,7 @@ from advisor.cost.plan import Plan
 from advisor.cost.sweep import evaluate, make_case
 from advisor.cost.workload import Settings
 from advisor.hardware import load_profile
-from scripts.readme_block import replace_block
+from scripts.readme_block import home, replace_block
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -99,7 +99,7 @@ def predict(rows: list[Row]) -> list[Row]:
             done.append(replace(row, reason=case.reason))
             continue
         users = case.memory.kv_cache_tokens // (row.input_len + row.output_len)
-        sweep = evaluate([case], hw, settings, terms, np.array([users]), np.array([row.input_len]),
+        sweep = evaluate([case], terms, np.array([users]), np.array([row.input_len]),
                          np.array([row.output_len]), {})
         done.append(replace(row, users=users, predicted=sweep.at(0, users).output_tok_s))
     return done
@@ -130,7 +130,8 @@ def table(rows: list[Row]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--readme", type=Path, help="write the table between the trtllm-public markers of this file")
+    ap.add_argument("--update", type=Path, nargs="?", const=home("trtllm-public"), metavar="FILE",
+                    help="write the table between the trtllm-public markers of FILE (default: docs/accuracy.md)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every row")
     args = ap.parse_args()
     rows = predict(read_rows())
@@ -141,8 +142,8 @@ def main() -> None:
                   file=sys.stderr)
     body = table(rows)
     print(body, end="")
-    if args.readme:
-        replace_block(args.readme, "trtllm-public", body)
+    if args.update:
+        replace_block(args.update, "trtllm-public", body)
 
 
 if __name__ == "__main__":

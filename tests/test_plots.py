@@ -35,7 +35,8 @@ def _resolved(model: str) -> Resolved:
 @pytest.fixture(scope="module")
 def ranked() -> dict[str, Any]:
     hw = opt.hardware(HW, None)
-    settings = opt.settings(None, "auto", 0.92, None, "vllm")
+    settings = opt.settings(engine="vllm", engine_version=None, max_model_len=None, kv_cache_dtype="auto",
+                            gpu_memory_utilization=0.92, weight_dtype=None)
     terms, calibrated = terms_for(hw, "vllm", None)
     q = Query(objective="throughput", concurrency=64, input_len=1024, output_len=1024)
     resolved = [_resolved(m) for m in MODELS]
