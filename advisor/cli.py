@@ -24,7 +24,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        print(f"advisor {__version__}")
+        from advisor.report.sink import line
+
+        line(f"advisor {__version__}")
         raise typer.Exit()
 
 

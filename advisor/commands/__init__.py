@@ -1,5 +1,6 @@
-"""One module per command group; `register_all` attaches them to the typer app (an import error is an error,
-never a silently missing command)."""
+"""One module per command group: each parses its flags, calls `advisor/decide/` (or `advisor/calibrate/` for check
+and calibrate) for a typed result and hands it to `advisor/report/`. `register_all` attaches them to the typer app
+(an import error is an error, never a silently missing command)."""
 
 from __future__ import annotations
 

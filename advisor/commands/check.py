@@ -35,7 +35,8 @@ def check(measurements: opt.Measurements, calibration: opt.Calibration = None, j
     concurrency, input_len, output_len, ttft_ms, tpot_ms, output_tok_s, source. model, hardware, tp and
     concurrency are required, and at least one of ttft_ms, tpot_ms, output_tok_s. A `vllm bench serve
     --save-result` JSON is read too; the condition flags fill what a file does not hold (it has no hardware or
-    plan).
+    plan). With --json the rows are written one per line as they are computed; a number that is not finite (an
+    error against a measurement of ~0) is null.
     Example: advisor check advisor/examples/case_study.csv"""
     from advisor.calibrate.check import check_files
     from advisor.report.check_table import show_check

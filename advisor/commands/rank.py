@@ -11,37 +11,38 @@ from advisor.errors import AdvisorError
 
 if TYPE_CHECKING:
     from advisor.decide.query import Objective
+    from advisor.quality.facts import Quality
+
+
+ObjectiveOpt = Annotated[str, typer.Option(
+    "--objective", help="latency (one user's tok/s), throughput (total tok/s at --concurrency), goodput "
+                        "(total tok/s within --max-tpot-ms/--max-ttft-ms, up to --concurrency users) or "
+                        "best-under-slo (the highest-quality model within the targets at --concurrency users).")]
+MaxTpot = Annotated[float | None, typer.Option(
+    "--max-tpot-ms", min=0.001, help="TPOT target (ms): each plan's most users within it (and goodput's limit).")]
+MaxTtft = Annotated[float | None, typer.Option(
+    "--max-ttft-ms", min=0.001, help="TTFT target (ms): each plan's most users within it (and goodput's limit).")]
+GpuHourPrice = Annotated[list[float] | None, typer.Option(
+    "--gpu-hour-price", min=0.0001, help="USD per GPU-hour: adds $ per million output tokens (no default price); "
+                                         "once for every --hw, or once per --hw in the same order.")]
+QualityOpt = Annotated[str | None, typer.Option(
+    "--quality", help="Quality scale: a published benchmark (default: the LMArena text score; `advisor inspect "
+                      "MODEL` lists a model's scores).")]
+QualityFile = Annotated[str | None, typer.Option(
+    "--quality-file", help="Your own evals: CSV with model, score[, benchmark]; replaces the published scale.")]
+MinQuality = Annotated[float | None, typer.Option(
+    "--min-quality", help="Rank only models scoring at least this on the scale (unknown: not ranked, said).")]
+AllPlans = Annotated[bool, typer.Option("--all-plans", help="List every valid plan of every model.")]
+CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV.")]
+PlotOpt = Annotated[str | None, typer.Option("--plot", help="Write a PNG/SVG figure to this file.")]
 
 
 def rank(
-    models: opt.Models = None,
-    objective: Annotated[str, typer.Option(
-        "--objective", help="latency (one user's tok/s), throughput (total tok/s at --concurrency), goodput "
-                            "(total tok/s within --max-tpot-ms/--max-ttft-ms, up to --concurrency users) or "
-                            "best-under-slo (the highest-quality model within the targets at --concurrency users).")
-    ] = "latency",
+    models: opt.Models = None, objective: ObjectiveOpt = "latency",
     concurrency: opt.Concurrency = opt.DEFAULT_CONCURRENCY, input_len: opt.InputLen = opt.DEFAULT_INPUT_LEN,
-    output_len: opt.OutputLen = opt.DEFAULT_OUTPUT_LEN,
-    max_tpot_ms: Annotated[float | None, typer.Option(
-        "--max-tpot-ms", min=0.001, help="TPOT target (ms): each plan's most users within it (and goodput's limit).")
-    ] = None,
-    max_ttft_ms: Annotated[float | None, typer.Option(
-        "--max-ttft-ms", min=0.001, help="TTFT target (ms): each plan's most users within it (and goodput's limit).")
-    ] = None,
-    gpu_hour_price: Annotated[list[float] | None, typer.Option(
-        "--gpu-hour-price", min=0.0001, help="USD per GPU-hour: adds $ per million output tokens (no default price); "
-                                             "once for every --hw, or once per --hw in the same order.")
-    ] = None,
-    quality: Annotated[str | None, typer.Option(
-        "--quality", help="Quality scale: a published benchmark (default: the LMArena text score; `advisor inspect "
-                          "MODEL` lists a model's scores).")] = None,
-    quality_file: Annotated[str | None, typer.Option(
-        "--quality-file", help="Your own evals: CSV with model, score[, benchmark]; replaces the published scale.")
-    ] = None,
-    min_quality: Annotated[float | None, typer.Option(
-        "--min-quality", help="Rank only models scoring at least this on the scale (unknown: not ranked, said).")
-    ] = None,
-    all_plans: Annotated[bool, typer.Option("--all-plans", help="List every valid plan of every model.")] = False,
+    output_len: opt.OutputLen = opt.DEFAULT_OUTPUT_LEN, max_tpot_ms: MaxTpot = None, max_ttft_ms: MaxTtft = None,
+    gpu_hour_price: GpuHourPrice = None, quality: QualityOpt = None, quality_file: QualityFile = None,
+    min_quality: MinQuality = None, all_plans: AllPlans = False,
     hw: opt.HwMany = None, gpus: opt.Gpus = None, nodes: opt.Nodes = None, fabric: opt.FabricOpt = None,
     max_model_len: opt.MaxModelLen = None,
     kv_cache_dtype: opt.KvCacheDtype = opt.DEFAULT_KV_CACHE_DTYPE,
@@ -52,33 +53,21 @@ def rank(
     speculative: opt.Speculative = "off", spec_tokens: opt.SpecTokens = None,
     spec_acceptance: opt.SpecAcceptance = None,
     json_out: opt.Json = False,
-    csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV.")] = False,
-    plot: Annotated[str | None, typer.Option("--plot", help="Write a PNG/SVG figure to this file.")] = None,
+    csv_out: CsvOpt = False, plot: PlotOpt = None,
 ) -> None:
     """Rank models (and their best parallel plan) on this box; explain why; print the command to run."""
     from advisor.decide.candidates import candidates
     from advisor.decide.query import Query
     from advisor.decide.ranking import RankRequest, rank_models
-    from advisor.quality.facts import USER_SCALE, read_user_file, resolve_scale
     from advisor.report.plots import write_rank_figure
     from advisor.report.rank_csv import rank_csv
     from advisor.report.sink import emit
     from advisor.report.tables import rank_table
 
-    own = read_user_file(quality_file) if quality_file is not None else None
-    if own is not None and quality is not None:
-        raise AdvisorError("--quality/--quality-file: one scale at a time: your file, or a published benchmark")
-    scale = next(iter(own.values())).benchmark if own else resolve_scale(quality)
-    q = Query(**_query(objective, concurrency, input_len, output_len, max_tpot_ms, max_ttft_ms),
-              quality_scale=scale if scale != USER_SCALE else f"{USER_SCALE} ({quality_file})",
+    own, scale, label = _scale(quality, quality_file)
+    q = Query(**_query(objective, concurrency, input_len, output_len, max_tpot_ms, max_ttft_ms), quality_scale=label,
               min_quality=min_quality)
-    if json_out and csv_out:
-        raise AdvisorError("--json/--csv: choose one output form")
-    if plot is not None and not plot.lower().endswith((".png", ".svg")):
-        raise AdvisorError(f"--plot: {plot}: give a .png or .svg file name")
-    boxes = list(dict.fromkeys(hw or [opt.DEFAULT_HW]))
-    if plot is not None and len(boxes) > 1:
-        raise AdvisorError("--plot: draws one box; give one --hw")
+    boxes = _boxes(hw, json_out, csv_out, plot)
     spec = opt.speculation(speculative, spec_tokens, spec_acceptance)
     settings = opt.settings(engine=engine, engine_version=engine_version, max_model_len=max_model_len,
                             kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=gpu_memory_utilization,
@@ -116,3 +105,27 @@ def _query(objective: str, concurrency: int, input_len: int, output_len: int, ma
     obj: Objective = objective  # type: ignore[assignment]
     return {"objective": obj, "concurrency": concurrency, "input_len": input_len, "output_len": output_len,
             "max_tpot_ms": max_tpot_ms, "max_ttft_ms": max_ttft_ms}
+
+
+def _scale(quality: str | None, quality_file: str | None) -> tuple[dict[str, Quality] | None, str, str]:
+    """--quality/--quality-file: the user's own scores (or None), the scale they are read on, and its name for
+    the ranking (the file named when it is the user's)."""
+    from advisor.quality.facts import USER_SCALE, read_user_file, resolve_scale
+
+    own = read_user_file(quality_file) if quality_file is not None else None
+    if own is not None and quality is not None:
+        raise AdvisorError("--quality/--quality-file: one scale at a time: your file, or a published benchmark")
+    scale = next(iter(own.values())).benchmark if own else resolve_scale(quality)
+    return own, scale, scale if scale != USER_SCALE else f"{USER_SCALE} ({quality_file})"
+
+
+def _boxes(hw: list[str] | None, json_out: bool, csv_out: bool, plot: str | None) -> list[str]:
+    """The --hw boxes (each once, in order), after the output flags are checked against each other."""
+    if json_out and csv_out:
+        raise AdvisorError("--json/--csv: choose one output form")
+    if plot is not None and not plot.lower().endswith((".png", ".svg")):
+        raise AdvisorError(f"--plot: {plot}: give a .png or .svg file name")
+    boxes = list(dict.fromkeys(hw or [opt.DEFAULT_HW]))
+    if plot is not None and len(boxes) > 1:
+        raise AdvisorError("--plot: draws one box; give one --hw")
+    return boxes

@@ -51,25 +51,28 @@ class CheckRows(Stream):
 
     def _records(self) -> Iterator[dict[str, Any]]:
         """Each row's record: input (conditions, file and row), measured, predicted (None when not predicted),
-        error_pct, reason, calibrated; non-finite numbers as None."""
-        keys, how = self.c.prep.keys, self.c.how
+        error_pct, reason, calibrated; non-finite numbers as None. Per-row work is kept to building the dicts."""
+        cal = [self.c.how.get(k) for k in self.c.prep.keys]  # by bucket index (predicted rows have one)
+        notes: dict[tuple[int, bool, bool, int], str | None] = {}
         for col in self._chunks():
             v = {k: _finite(col[k]) for k in (*METRICS, *(f"{w}_{m}" for w in ("pred", "err") for m in METRICS))}
-            m1, m2, m3 = v["ttft_ms"], v["tpot_ms"], v["output_tok_s"]
-            p1, p2, p3 = v["pred_ttft_ms"], v["pred_tpot_ms"], v["pred_output_tok_s"]
-            e1, e2, e3 = v["err_ttft_ms"], v["err_tpot_ms"], v["err_output_tok_s"]
-            for j, c in enumerate(col["config"]):
-                r, inp, out = col["reason"][j], col["input_len"][j], col["output_len"][j]
+            ints = {k: [None if x != x else int(x) for x in col[k]] for k in ("concurrency", "input_len", "output_len")}
+            for c, r, row, src, key, inp, out, conc, m1, m2, m3, p1, p2, p3, e1, e2, e3 in zip(
+                    col["config"], col["reason"], col["row"], col["source"], col["key"], ints["input_len"],
+                    ints["output_len"], ints["concurrency"], v["ttft_ms"], v["tpot_ms"], v["output_tok_s"],
+                    v["pred_ttft_ms"], v["pred_tpot_ms"], v["pred_output_tok_s"], v["err_ttft_ms"], v["err_tpot_ms"],
+                    v["err_output_tok_s"], strict=True):
+                k = (r, inp is None, out is None, c)
+                if k not in notes:
+                    notes[k] = self.c.note(r, inp is None, out is None, self._trt[c])
                 ok = r < 0
                 yield {
-                    "input": {**self._input[c], "concurrency": int(col["concurrency"][j]), "input_len": _int(inp),
-                              "output_len": _int(out), "source": col["source"][j] or f"{self._name[c]} row "
-                                                                                    f"{col['row'][j]}",
-                              "file": self._file[c], "row": col["row"][j]},
-                    "measured": {"ttft_ms": m1[j], "tpot_ms": m2[j], "output_tok_s": m3[j]},
-                    "predicted": {"ttft_ms": p1[j], "tpot_ms": p2[j], "output_tok_s": p3[j]} if ok else None,
-                    "error_pct": {"ttft_ms": e1[j], "tpot_ms": e2[j], "output_tok_s": e3[j]} if ok else _NO_ERROR,
-                    "reason": self._note(r, inp, out, c), "calibrated": how[keys[col["key"][j]]] if ok else None}
+                    "input": {**self._input[c], "concurrency": conc, "input_len": inp, "output_len": out,
+                              "source": src or f"{self._name[c]} row {row}", "file": self._file[c], "row": row},
+                    "measured": {"ttft_ms": m1, "tpot_ms": m2, "output_tok_s": m3},
+                    "predicted": {"ttft_ms": p1, "tpot_ms": p2, "output_tok_s": p3} if ok else None,
+                    "error_pct": {"ttft_ms": e1, "tpot_ms": e2, "output_tok_s": e3} if ok else _NO_ERROR,
+                    "reason": notes[k], "calibrated": cal[key] if ok else None}
         for rej in self.c.rejected:
             yield rejected_record(rej)
 
@@ -105,10 +108,6 @@ def _finite(values: list[float]) -> list[float | None]:
     for k in bad.tolist():
         out[k] = None
     return out
-
-
-def _int(v: float) -> int | None:
-    return None if v != v else int(v)
 
 
 def _i(v: float, missing: str) -> str:

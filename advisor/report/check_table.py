@@ -1,5 +1,6 @@
 """`advisor check`'s output: the JSON document `{"rows": [...], "summary": {...}, "calibrated": {...}}` (rows
-streamed as they are made; `summary_before` with --calibration), or one line per row and the summary table."""
+streamed as they are made; `summary_before` with --calibration), or one line per row and the summary table.
+rich is imported for the summary table only (--json never loads it)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,9 @@ import shutil
 import sys
 from typing import Any
 
-from rich.console import Console
-
 from advisor.calibrate.check import METRICS, CheckResult
 from advisor.calibrate.report import Summary
 from advisor.report.check_rows import CheckRows
-from advisor.report.fitwidth import Col, fitted_table, say_dropped
 from advisor.report.progress import Progress
 from advisor.report.sink import emit
 from advisor.text import plural
@@ -20,9 +18,6 @@ from advisor.text import plural
 COLS = ("model", "hw/engine", "plan", "C", "in/out", "TTFT ms meas / pred (err)", "TPOT ms meas / pred (err)",
         "tok/s meas / pred (err)", "note")
 WIDTHS = [34, 36, 20, 5, 11, 28, 26, 28]
-SUMMARY_COLS = (Col("hardware/engine", 10, fold=True), Col("rows", 5, right=True), Col("predicted", 4, right=True),
-                Col("metric", 9), Col("n", 8, right=True), Col("median |err| %", 9, right=True),
-                Col("p90 |err| %", 7, right=True))
 NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "output_tok_s": "tok/s"}
 
 
@@ -75,6 +70,13 @@ def _cut(line: str, width: int) -> str:
 
 def _print_summary(summary: Summary, title: str | None = None) -> None:
     """One line per (hardware/engine, metric) measured; columns that do not fit the width are left out, named."""
+    from rich.console import Console
+
+    from advisor.report.fitwidth import Col, fitted_table, say_dropped
+
+    cols = (Col("hardware/engine", 10, fold=True), Col("rows", 5, right=True), Col("predicted", 4, right=True),
+            Col("metric", 9), Col("n", 8, right=True), Col("median |err| %", 9, right=True),
+            Col("p90 |err| %", 7, right=True))
     cells = []
     for label, g in summary.items():
         shown: list[str | None] = [m for m in METRICS if m in g.metrics and g.metrics[m].n] or [None]
@@ -86,7 +88,7 @@ def _print_summary(summary: Summary, title: str | None = None) -> None:
                           _pct(stats.p90_abs_pct if stats else None)])
     console = Console()
     head = "Summary: signed error of the predicted rows" + (f" ({title})" if title else "")
-    table, dropped = fitted_table(console, head, SUMMARY_COLS, cells)
+    table, dropped = fitted_table(console, head, cols, cells)
     console.print(table)
     say_dropped(console, dropped)
     rejected = summary["overall"].rejected_rows if "overall" in summary else None

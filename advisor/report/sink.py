@@ -84,7 +84,7 @@ def _write_streaming(doc: dict[str, Any]) -> None:
             out.write(dumps(value).replace("\n", "\n  "))
             continue
         out.write("[")
-        encode = json.JSONEncoder(allow_nan=False).encode  # the C encoder: what json.dumps(item) runs
+        encode = _element_encoder()
         chunk: list[str] = []
         for j, item in enumerate(value):
             chunk.append(("," if j else "") + "\n    " + encode(item))
@@ -93,6 +93,23 @@ def _write_streaming(doc: dict[str, Any]) -> None:
                 chunk.clear()
         out.write("".join(chunk) + ("\n  ]" if len(value) else "]"))
     out.write("\n}\n")
+
+
+def _element_encoder() -> Callable[[Any], str]:
+    """What `json.dumps(element, allow_nan=False)` runs, made once for the whole stream instead of once per element
+    (json.dumps builds a new encoder on every call with non-default arguments): CPython's C encoder, compact
+    separators `, ` and `: `, ASCII-escaped strings, a non-finite float refused. No circular-reference check: the
+    elements are trees made for the stream."""
+    from json.encoder import c_make_encoder, encode_basestring_ascii
+
+    if c_make_encoder is None:  # no C speedups: the pure-Python encoder, same text
+        return json.JSONEncoder(allow_nan=False, check_circular=False).encode
+    enc = c_make_encoder(None, _unserialisable, encode_basestring_ascii, None, ": ", ", ", False, False, False)
+    return lambda element: "".join(enc(element, 0))
+
+
+def _unserialisable(obj: Any) -> Any:
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
 def write_csv(columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> None:
