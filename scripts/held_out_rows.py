@@ -1,11 +1,11 @@
 """Every measured row predicted with its model (or its GPU) held out, one CSV line each: what a change to the
 physics is judged on, row by row (signed error by model, plan, lengths and concurrency), beside the summary the
-README reports (`calibrate/splits.py: summarize`).
+README reports (`research/splits.py: summarize`).
 
     python -m scripts.held_out_rows model|hardware OUT.csv [--engine sglang] [--bench DIR]
 
 The rows and fits of scripts/refit_calibrations.py: silicon_dev.csv, the case study and public_clean.csv, the
-pooled fit per engine (`calibrate/splits.py: pooled_fitter`). On 2 cores: model held out ~17 min for every
+pooled fit per engine (`research/splits.py: pooled_fitter`). On 2 cores: model held out ~17 min for every
 engine, ~2 min for SGLang alone; GPU held out ~10 min. Compare two runs' CSVs line by line (same row order).
 """
 
@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from advisor.calibrate.splits import HeldOut, band_of
+from research.splits import HeldOut, band_of
 from scripts.refit_calibrations import files  # (the same rows the shipped calibrations are fitted on)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,9 +63,9 @@ def main() -> int:
     from advisor.calibrate.predict_rows import engine_label
     from advisor.calibrate.predict_table import prepare
     from advisor.calibrate.rowtable import read_measurements
-    from advisor.calibrate.splits import held_out, pooled_fitter, summarize
     from advisor.errors import AdvisorError
     from advisor.files import write_atomic
+    from research.splits import held_out, pooled_fitter, summarize
 
     try:
         rows = [r for f in files(args.bench) for r in read_measurements(f).rows]

@@ -7,7 +7,7 @@ Rows: silicon_dev.csv, the case study (advisor/examples/case_study.csv) and the 
 (public_clean.csv). Per engine, one pooled fit over every GPU (`advisor/calibrate/pooled.py`). Then, for
 the README and the intervals:
 - leave-one-model-out: every model predicted by terms fitted without it (all engines refitted per model; models
-  whose architectures differ only in name, DeepSeek-R1 and -V3, are one: `calibrate/splits.py: group_of`);
+  whose architectures differ only in name, DeepSeek-R1 and -V3, are one: `research/splits.py: group_of`);
 - leave-one-hardware-out: every GPU predicted by its engine's pooled terms fitted without it, i.e. the
   engine-wide terms and its own spec sheet;
 - the 80% interval is the 10th-90th percentile of the leave-one-model-out signed errors; its coverage is
@@ -27,10 +27,10 @@ import numpy as np
 from advisor.calibrate.pooled import METHOD, PooledCalibrator
 from advisor.calibrate.predict_table import prepare
 from advisor.calibrate.rowtable import read_measurements
-from advisor.calibrate.splits import HeldOut, group_of, held_out, pooled_fitter, summarize
 from advisor.calibrate.store import SHIPPED, HardwareFit, PooledFit
 from advisor.errors import AdvisorError
 from advisor.files import write_atomic
+from research.splits import HeldOut, group_of, held_out, pooled_fitter, summarize
 
 REPO = Path(__file__).resolve().parents[1]
 

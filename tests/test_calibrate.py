@@ -269,7 +269,8 @@ def test_an_acceptance_length_beyond_its_drafts_is_rejected(tmp_path: Path) -> N
 def test_models_that_differ_only_in_name_are_held_out_together() -> None:
     # DeepSeek-R1 and DeepSeek-V3 share one config (and, in silicon_dev.csv, repeat each other's runs): holding
     # out one while the other trains would judge a run the fit saw
-    from advisor.calibrate.splits import architecture_of, group_of
+    from advisor.calibrate.base import architecture_of
+    from research.splits import group_of
 
     r1, v3 = (Measurement(model=m, hardware="b200-sxm", tp=8, concurrency=4, tpot_ms=9.0, source="t", row=1,
                           file="t") for m in ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"))
@@ -302,7 +303,7 @@ def test_a_shipped_file_with_a_term_this_version_lacks_is_one_clear_error(tmp_pa
     (tmp_path / "vllm.json").write_text(json.dumps(doc))
     monkeypatch.setattr(store, "SHIPPED", tmp_path)
     with pytest.raises(AdvisorError, match=r"vllm.json: engine_wide.wave_share: Extra inputs are not permitted;"
-                                           r" .*refit_calibrations.py"):
+                                           r" .*python -m scripts\.refit_calibrations"):
         store.read_pooled("vllm")
     (tmp_path / "vllm.json").write_text("{not json")
     with pytest.raises(AdvisorError, match="vllm.json: file: Invalid JSON"):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from conftest import CASE_STUDY, cli
 
+from advisor.calibrate.base import architecture_of
 from advisor.calibrate.consistency import (
     beyond_peak,
     contradiction,
@@ -23,7 +24,6 @@ from advisor.calibrate.measurements import Measurement
 from advisor.calibrate.pooled import PooledCalibrator, _consistent
 from advisor.calibrate.predict_table import prepare
 from advisor.calibrate.rowtable import read_measurements
-from advisor.calibrate.splits import architecture_of
 from advisor.hardware import load_profile
 
 BENCH = Path(__file__).resolve().parent / "data" / "bench"

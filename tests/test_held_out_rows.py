@@ -11,7 +11,7 @@ from conftest import BENCH
 
 from advisor.calibrate.predict_table import prepare
 from advisor.calibrate.rowtable import read_measurements
-from advisor.calibrate.splits import held_out, pooled_fitter, summarize
+from research.splits import held_out, pooled_fitter, summarize
 from scripts import held_out_rows
 
 

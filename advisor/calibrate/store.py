@@ -2,10 +2,10 @@
 
 Shipped: one pooled fit per engine, `advisor/calibrations/<engine>.json` (`PooledFit`, written by
 `scripts/refit_calibrations.py`): engine-wide terms, each measured GPU's terms (its deviation shrunk toward
-the engine-wide ones), the held-out errors of the splits a user's question implies, and the residual spread
-that makes an interval. A GPU never measured gets the engine-wide terms and its own spec sheet, and says so.
-A user's own fit (`advisor calibrate`, a `Calibration` for one hardware and engine) replaces them with
-`--calibration FILE`.
+the engine-wide ones), the held-out errors of the splits a user's question implies (`research/splits.py`), and
+the residual spread that makes an interval. A GPU never measured gets the engine-wide terms and its own spec
+sheet, and says so. A user's own fit (`advisor calibrate`, a `Calibration` for one hardware and engine) replaces
+them with `--calibration FILE`.
 """
 
 from __future__ import annotations
