@@ -41,6 +41,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_HYPOTHESIS_HOME, ignore_errors=True)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` (pyproject's addopts): one worker per CPU this process may run on. pytest-xdist's own count is
+    psutil's physical cores, one on a machine whose 2 vCPUs are a core's two threads. PYTEST_XDIST_AUTO_NUM_WORKERS
+    still decides when set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or not hasattr(os, "sched_getaffinity"):
+        return None
+    return len(os.sched_getaffinity(0))
+
+
 @pytest.fixture(scope="session")
 def configs_dir() -> Path:
     """tests/data/configs: HF config.json corpus (INDEX.md) with ModelOpt sidecars in _sidecars/."""
