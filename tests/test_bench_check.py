@@ -1,7 +1,8 @@
 """Benchmark of `advisor check` on 200,000 rows (issue #11 item 22: target under 10 s and 500 MB): the repo's own
 silicon_dev.csv rows repeated with varied concurrency (`conftest.many_rows`), through the real CLI in a child
-process that reports its own peak RSS. Wall time and peak memory go to pytest-benchmark's `extra_info` (and are
-printed with `-s`); nothing asserts a time. A terminal on stderr gets a progress bar (rich.progress)."""
+process that reports its own peak RSS. Wall time and peak memory are printed with `-s` and go to pytest-benchmark's
+`extra_info` when benchmarks are on (`-n0 --benchmark-enable`: pyproject's addopts turn them off for the parallel
+run); nothing asserts a time. A terminal on stderr gets a progress bar (rich.progress)."""
 
 from __future__ import annotations
 
