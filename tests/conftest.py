@@ -95,9 +95,12 @@ def empty_hf_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def advisor(monkeypatch: pytest.MonkeyPatch, empty_hf_home: Path) -> Callable[..., Run]:
+def advisor(monkeypatch: pytest.MonkeyPatch, empty_hf_home: Path,
+            tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Run]:
     """Run `advisor ARGS...` in-process through `advisor.cli.main` (its exit codes and error handling), offline
-    on the bundled catalog, with a 250-column terminal unless `columns=` says otherwise."""
+    on the bundled catalog, with a 250-column terminal unless `columns=` says otherwise, from an empty folder (a
+    relative output path lands there, not in the working tree)."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(empty_hf_home))
     monkeypatch.delenv("ADVISOR_DEBUG", raising=False)

@@ -27,9 +27,10 @@ def hf_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("hf_home")  # empty cache: a fresh install
 
 
-def run(hf_home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run(hf_home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """`advisor ARGS` offline, in this process (`conftest.cli`: what `python -m advisor.cli` gives)."""
-    return cli(*args, env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(hf_home), "COLUMNS": "250", "ADVISOR_DEBUG": None})
+    return cli(*args, env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(hf_home), "COLUMNS": "250", "ADVISOR_DEBUG": None},
+               cwd=cwd)
 
 
 def run_json(hf_home: Path, *args: str) -> Any:
@@ -164,8 +165,8 @@ def test_goodput_respects_tpot_limit(hf_home: Path, limit: float) -> None:
     (("rank", MINIMAX, "--plot", "x.txt"), "--plot"),
     (("predict", MINIMAX, "--tp", "0"), "--tp"),
 ])
-def test_bad_values_are_one_line(hf_home: Path, args: tuple[str, ...], flag: str) -> None:
-    assert_one_line_error(run(hf_home, *args), flag)
+def test_bad_values_are_one_line(hf_home: Path, tmp_path: Path, args: tuple[str, ...], flag: str) -> None:
+    assert_one_line_error(run(hf_home, *args, cwd=tmp_path), flag)  # a relative --plot would land in tmp_path
 
 
 def test_long_prompt_gets_a_serve_length_that_holds_it(hf_home: Path) -> None:
