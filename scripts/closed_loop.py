@@ -148,8 +148,9 @@ def main() -> int:
                                                        b.rows[j].concurrency)):
         r = b.rows[j]
         step = _row_step(b.features.take(np.array([j])), b.hw, terms, comm)
-        ttft, tpot, first = simulate(step, float(b.features.batched_tokens[j]), int(r.concurrency), int(r.input_len or 0),
-                                     int(r.output_len or 0), r.length_ratio or 1.0, ahead=int(b.options[j][-1]))
+        ttft, tpot, first = simulate(step, float(b.features.batched_tokens[j]), int(r.concurrency),
+                                     int(r.input_len or 0), int(r.output_len or 0), r.length_ratio or 1.0,
+                                     ahead=int(b.options[j][-1]))
         print(f"{r.model.split('/')[-1][:22]:22s} {r.tp:2d} {r.concurrency:5d} {r.input_len:5d} {r.output_len:5d} | "
               f"{r.ttft_ms or float('nan'):9.1f} {full['ttft_ms'][j]:6.1f} {first_round['ttft_ms'][j]:10.1f} "
               f"{ttft * 1e3 + req:10.1f} ({first * 1e3 + req:7.1f}) | {r.tpot_ms or float('nan'):9.2f} "

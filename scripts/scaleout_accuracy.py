@@ -15,9 +15,9 @@ import numpy as np
 
 from advisor.hardware import load_profile
 from advisor.hardware.cluster import Cluster, Span
+from advisor.hardware.collective_time import collective_time_us
 from advisor.hardware.comm import bus_factor
 from advisor.hardware.ep_exchange import exchange_us
-from advisor.hardware.scaleout import collective_time_us
 from advisor.hardware.schema import Fabric
 from advisor.hardware.wide_ep import MoEShape, params
 from scripts.scaleout_fit import GPUS, README_LL, README_NORMAL, readme_ll_us, readme_normal

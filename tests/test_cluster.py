@@ -18,9 +18,9 @@ from advisor.cost.workload import Settings
 from advisor.errors import AdvisorError
 from advisor.hardware import load_profile
 from advisor.hardware.cluster import Cluster, Span, load_cluster
+from advisor.hardware.collective_time import collective_time_us
 from advisor.hardware.dump import profile_to_toml
 from advisor.hardware.load import parse_profile
-from advisor.hardware.scaleout import collective_time_us
 from advisor.hardware.schema import HardwareProfile
 from advisor.hardware.wide_ep import MoEShape
 

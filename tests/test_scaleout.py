@@ -18,11 +18,11 @@ from advisor.errors import AdvisorError
 from advisor.hardware import comm, load_profile
 from advisor.hardware.a2a_backends import Fabric, default_backend, resolve_phase, unusable
 from advisor.hardware.cluster import Cluster, Span, load_cluster
+from advisor.hardware.collective_time import collective_time_us
 from advisor.hardware.ep_exchange import exchange_us
 from advisor.hardware.scaleout import (
     HOST_STAGING_SHARE,
     NIC_SHARE,
-    collective_time_us,
     nic_gbps_per_gpu,
     two_level_allreduce_us,
 )

@@ -17,7 +17,7 @@ import numpy as np
 
 from advisor.cost.collectives import DEEPEP_BACKEND
 from advisor.hardware.cluster import Cluster, Span
-from advisor.hardware.scaleout import collective_time_us
+from advisor.hardware.collective_time import collective_time_us
 from advisor.hardware.wide_ep import MoEShape
 
 Comm = Callable[..., np.ndarray]

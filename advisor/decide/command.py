@@ -23,13 +23,13 @@ vLLM flags: `vllm/engine/arg_utils.py` (EngineArgs); SGLang flags: `python/sglan
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from advisor.arch.formats import compute_dtype, short_name
 from advisor.cost.engine_args import EngineArgs
 from advisor.cost.plan import Plan
+from advisor.decide.launch import Launch
 from advisor.hardware import HardwareProfile
 from advisor.hardware.cluster import Cluster
 from advisor.hardware.placement import pick_gpus
@@ -40,32 +40,6 @@ ONLINE: dict[str, dict[str, str]] = {"vllm": {"fp8": "fp8"}, "sglang": {"fp8": "
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 _NAMES = {"bf16": "BF16", "fp8": "FP8", "nvfp4": "NVFP4", "mxfp4": "MXFP4", "int4": "INT4"}
 TRTLLM_OPTIONS_FILE = "extra_llm_api_options.yaml"
-
-
-@dataclass(frozen=True)
-class Launch:
-    """One process of a deployment: its role ("server"; clusters and disaggregated pools add theirs), the node
-    and GPUs it runs on, its environment and its argument vector. `line` is the POSIX-shell line that runs it,
-    every argument quoted (`shlex.quote`), safe to paste whatever the model path holds."""
-
-    role: str
-    node: int
-    gpus: tuple[int, ...]
-    argv: tuple[str, ...]
-    env: tuple[tuple[str, str], ...] = ()
-    files: tuple[tuple[str, str], ...] = ()  # (name, content) the command reads, written first by `line`
-
-    @property
-    def line(self) -> str:
-        write = [f"printf '%s\\n' {shlex.join(text.splitlines())} > {shlex.quote(name)} &&"
-                 for name, text in self.files]
-        env = [f"{k}={shlex.quote(v)}" for k, v in self.env]
-        return " ".join([*write, *env, shlex.join(self.argv)])
-
-    def doc(self) -> dict[str, object]:
-        """The JSON shape of one command of a deployment (`RankedPlan.commands`)."""
-        return {"role": self.role, "node": self.node, "gpus": list(self.gpus), "env": dict(self.env),
-                "files": dict(self.files), "argv": list(self.argv), "line": self.line}
 
 
 @dataclass(frozen=True)

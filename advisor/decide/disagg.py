@@ -12,7 +12,6 @@ once with numpy (a deployment of x:y = 2:4 is two of 1:2; a unit smaller than th
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from math import gcd
 from typing import TypeVar
 
@@ -26,6 +25,7 @@ from advisor.cost.memory import kv_elem_bytes
 from advisor.cost.sweep import Case, all_cases, node_gpus
 from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
+from advisor.decide.disagg_sides import Sides
 from advisor.decide.disagg_verdict import (
     DisaggChoice,
     DisaggQuery,
@@ -43,19 +43,6 @@ KEEP_PER_SIZE = 3  # plans kept per GPU count on each side, by its own measure o
 MAX_WORKERS = 16  # workers of one side in one deployment unit (larger counts are replicas of a smaller ratio)
 CHUNK = 20_000  # combos solved per numpy pass (bounds memory: CHUNK x decode points x ~20 arrays)
 REFINE = 5  # the best combos by the coarse grid, each resolved on the fine one (the grid's choice can be off)
-
-
-@dataclass(frozen=True)
-class Sides:
-    """The two sides' runnable plans, their evaluation, and the flags and terms they were made with."""
-
-    settings: Settings
-    decode_settings: Settings
-    terms: Terms
-    pre_cases: list[Case]
-    dec_cases: list[Case]
-    pre: PrefillSide | None
-    dec: DecodeSide | None
 
 
 def _coprime_ratios(limit: int) -> tuple[np.ndarray, np.ndarray]:

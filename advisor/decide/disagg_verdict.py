@@ -23,7 +23,7 @@ from advisor.hardware.cluster import Cluster
 
 if TYPE_CHECKING:
     from advisor.cost.disagg_serving import Combos
-    from advisor.decide.disagg import Sides
+    from advisor.decide.disagg_sides import Sides
 
 AGG_GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 REFINE = 5  # aggregated plans whose users at the targets are resolved exactly (the best by the grid)

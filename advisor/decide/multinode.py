@@ -27,11 +27,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from advisor.cost.collectives import DEEPEP_BACKEND, deepep_exchange
+from advisor.decide.launch import Launch
 
 if TYPE_CHECKING:
     from advisor.cost.engine_args import EngineArgs
     from advisor.cost.plan import Plan
-    from advisor.decide.command import Launch
     from advisor.hardware.cluster import Cluster
 
 HEAD = "HEAD_NODE_IP"  # placeholder: the first node's address, reachable from the others
@@ -45,7 +45,6 @@ def multinode_launches(plan: Plan, args: EngineArgs, cluster: Cluster, argv: lis
                        moe: bool, env: tuple[tuple[str, str], ...] = ()) -> tuple[tuple[Launch, ...], list[str]]:
     """The launches of `argv` (the engine's one-node command for `plan`, `env` its one-node environment) on
     `cluster`, and notes."""
-    from advisor.decide.command import Launch
 
     gpn = cluster.gpus_per_node
     used = cluster.nodes_for(plan.gpus)
@@ -77,7 +76,6 @@ def multinode_launches(plan: Plan, args: EngineArgs, cluster: Cluster, argv: lis
 
 def _vllm(plan: Plan, cluster: Cluster, argv: list[str], files: Files, used: int, deepep: bool,
           notes: list[str]) -> tuple[tuple[Launch, ...], list[str]]:
-    from advisor.decide.command import Launch
 
     gpn = cluster.gpus_per_node
     backend = ["--all2all-backend", str(DEEPEP_BACKEND["vllm"])] if deepep else []

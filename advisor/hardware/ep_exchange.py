@@ -17,7 +17,7 @@ import numpy as np
 from advisor.errors import AdvisorError
 from advisor.hardware.a2a_backends import BACKENDS, ENGINE_NAMES, Fabric, default_backend, resolve_phase, unusable
 from advisor.hardware.cluster import Cluster, Span
-from advisor.hardware.scaleout import collective_time_us, domain_floor_busbw
+from advisor.hardware.scaleout import domain_floor_busbw, nccl_time_us
 from advisor.hardware.wide_ep import (
     DEVICE_SMS,
     FP8_SCALE_BYTES,
@@ -88,12 +88,12 @@ def exchange_us(cluster: Cluster, direction: str, nbytes: np.ndarray, span: Span
     R = span.gpus
     if name == "agrs":
         if direction == "dispatch":
-            return collective_time_us(cluster, "allgather", R * T * moe.hidden * b, span, engine)
-        return collective_time_us(cluster, "reducescatter", R * T * moe.hidden * 2.0, span, engine)
+            return nccl_time_us(cluster, "allgather", R * T * moe.hidden * b, span, engine)
+        return nccl_time_us(cluster, "reducescatter", R * T * moe.hidden * 2.0, span, engine)
     if name == "naive":
         if direction == "dispatch":
-            return R * collective_time_us(cluster, "allgather", T * moe.hidden * b * R / (R - 1), span, engine)
-        return collective_time_us(cluster, "allreduce", R * T * moe.hidden * 2.0, span, engine)
+            return R * nccl_time_us(cluster, "allgather", T * moe.hidden * b * R / (R - 1), span, engine)
+        return nccl_time_us(cluster, "allreduce", R * T * moe.hidden * 2.0, span, engine)
     links = ep_links(cluster, span)
     if name in ("deepep_ll", "pplx"):
         return ll_us(direction, T, moe, links, busiest)

@@ -192,24 +192,11 @@ def nccl_across_us(cluster: Cluster, op: str, S: np.ndarray, span: Span, engine:
     return np.minimum(ring, two)
 
 
-def collective_time_us(cluster: Cluster, op: str, nbytes: float | np.ndarray, group: Span | int,
-                       engine: str = "vllm", backend: str | None = None, **ep: object) -> np.ndarray:
-    """Microseconds of one collective of `nbytes` (nccl-tests size; for dispatch/combine what one rank sends,
-    T x topk x hidden x bytes per element) over `group` (a `Span`, or n ranks packed from GPU 0), vectorised over
-    nbytes. Inside one fast domain: the node's measured terms (`comm.py`, unchanged on one node). Across domains:
-    the fabric (module docstring). `op` "dispatch"/"combine": wide-EP all-to-all by `backend` (default: the
-    engine's, `a2a_backends.default_backend`), keywords `moe` (a `wide_ep.MoEShape`, required), `phase`
-    ("decode"/"prefill"), `busiest` (load factor), `elem_bytes` (bytes per dispatched element)."""
-    if op not in OPS:
-        raise AdvisorError(f"collective op {op!r}: expected one of {', '.join(OPS)}")
-    S = np.asarray(nbytes, dtype=float)
-    span = _span(cluster, group)
+def nccl_time_us(cluster: Cluster, op: str, S: np.ndarray, span: Span, engine: str = "vllm") -> np.ndarray:
+    """Microseconds of one NCCL collective over `span`: the node's measured terms inside one fast domain
+    (`comm.py`), the fabric across domains (`nccl_across_us`)."""
     if span.gpus <= 1:
         return np.zeros_like(S)
-    if op in ("dispatch", "combine"):
-        from advisor.hardware.ep_exchange import exchange_us
-
-        return exchange_us(cluster, op, S, span, engine, backend, **ep)  # type: ignore[arg-type]
     if span.domains <= 1:
         return np.asarray(domain_timer(cluster.node, op, span.gpus, engine)(S), dtype=float)
     return nccl_across_us(cluster, op, S, span, engine)

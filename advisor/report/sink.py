@@ -100,7 +100,10 @@ def _element_encoder() -> Callable[[Any], str]:
     (json.dumps builds a new encoder on every call with non-default arguments): CPython's C encoder, compact
     separators `, ` and `: `, ASCII-escaped strings, a non-finite float refused. No circular-reference check: the
     elements are trees made for the stream."""
-    from json.encoder import c_make_encoder, encode_basestring_ascii
+    from json.encoder import (  # type: ignore[attr-defined]  # CPython's C encoder, untyped in typeshed
+        c_make_encoder,
+        encode_basestring_ascii,
+    )
 
     if c_make_encoder is None:  # no C speedups: the pure-Python encoder, same text
         return json.JSONEncoder(allow_nan=False, check_circular=False).encode
