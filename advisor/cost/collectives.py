@@ -122,7 +122,8 @@ def step_collectives(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ..
                                   QK_VARIANCE_BYTES, attn_layers))
         out.append(Collective("logits all-gather", LOGITS, plan.tp, 1, arch.vocab_size * ACT_BYTES))
     if moe_layers and plan.dp > 1:
-        out += _moe_exchange(arch, plan, weights, moe_layers, spans.get("ep", 1), deepep_ready(cluster))
+        out += _moe_exchange(arch, plan, weights, moe_layers, spans.get("ep", 1), deepep_ready(cluster),
+                             mnnvl_alltoall(arch, plan, cluster, engine))
     if plan.pp > 1:
         net = spans.get("pp_net", 0)
         out.append(Collective("pipeline stage send", PP_SEND, 2, plan.pp - 1 - net, h))
@@ -133,7 +134,7 @@ def step_collectives(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ..
 
 
 def _moe_exchange(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...] | None, moe_layers: int,
-                  domains: int, rdma: bool = True) -> list[Collective]:
+                  domains: int, rdma: bool = True, nvlink_a2a: bool = False) -> list[Collective]:
     """MoE dispatch and combine over the TP x DP ranks: all-gather / reduce-scatter of every rank's tokens inside
     one fast domain (vLLM's default `allgather_reducescatter`), DeepEP all-to-all of each rank's top-k copies when
     the group crosses nodes where DeepEP runs (`deepep_ready`: its internode and low-latency kernels write into remote
@@ -143,17 +144,33 @@ def _moe_exchange(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...] 
     assert arch.moe is not None
     n = plan.tp * plan.dp
     h = arch.hidden_size * ACT_BYTES
-    if domains > 1 and rdma and plan.ep > 1:
+    if (domains > 1 and rdma and plan.ep > 1) or nvlink_a2a:
         k = arch.moe.experts_per_token
-        return [Collective("MoE dispatch (DeepEP all-to-all)", A2A_DISPATCH, n, moe_layers,
+        kind = "NVLink all-to-all" if nvlink_a2a else "DeepEP all-to-all"
+        return [Collective(f"MoE dispatch ({kind})", A2A_DISPATCH, n, moe_layers,
                            k * arch.hidden_size * DEEPEP_DISPATCH_BYTES, moe_layers, domains),
-                Collective("MoE combine (DeepEP all-to-all)", A2A_COMBINE, n, moe_layers, k * h, moe_layers,
+                Collective(f"MoE combine ({kind})", A2A_COMBINE, n, moe_layers, k * h, moe_layers,
                            domains)]
     fmt = max((w.fmt for w in weights or arch.weights if w.shard == "expert"),
               key=lambda f: DISPATCH_BYTES.get(f, ACT_BYTES), default="bf16")
     return [Collective("MoE dispatch", DISPATCH, n, moe_layers, arch.hidden_size * DISPATCH_BYTES.get(fmt, ACT_BYTES),
                        moe_layers, domains),
             Collective("MoE combine", COMBINE, n, moe_layers, h, moe_layers, domains)]
+
+
+def mnnvl_alltoall(arch: ModelArch, plan: Plan, cluster: Cluster | None, engine: str) -> bool:
+    """Whether TensorRT-LLM runs its NVLink all-to-all (MNNVL) for the MoE exchange: attention DP with MoE TP 1, EP
+    above top-k and MNNVL memory (`_torch/modules/fused_moe/fused_moe_cutlass.py: select_alltoall_method_type`), here
+    an EP group over several trays of one NVLink rack (MNNVL fabric memory spans the rack's trays; the one-node
+    answer is left as it was). Timed by `hardware/wide_ep.py: one_sided_us`."""
+    if engine != "trtllm" or cluster is None or not cluster.multi_node or arch.moe is None or plan.dp == 1:
+        return False
+    topo = cluster.node.topology
+    if topo.nvlink_domain_size <= topo.num_gpus or plan.ep != plan.tp * plan.dp \
+            or plan.ep <= arch.moe.experts_per_token:
+        return False
+    g = rank_layout(plan, engine)[:, 0, :]  # rank 0's stage: [dp, tp] -> GPU
+    return bool(np.unique(g // cluster.gpus_per_node).size > 1 and np.unique(g // cluster.fast_domain_gpus).size == 1)
 
 
 def deepep_ready(cluster: Cluster | None) -> bool:

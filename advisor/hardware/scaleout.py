@@ -1,5 +1,6 @@
 """Collectives across the hierarchy: inside one fast domain (a node's NVLink or PCIe, or a whole NVL72 rack) the
-node's measured terms (`hardware/comm.py`, unchanged for groups inside one node); across fast domains the scale-out
+node's measured terms (`hardware/comm.py`, unchanged for groups inside one node), and for a group beyond the node
+inside an NVSwitch domain NCCL over that NVLink (`hardware/nvswitch.py`); across fast domains the scale-out
 fabric. All times in microseconds, vectorised over the message size S (the nccl-tests size).
 
 A group of n ranks spans K fast domains with m = n / K in each. NCCL's own cost model (`src/graph/tuning.cc:
@@ -10,8 +11,8 @@ with the number of nodes. Here:
 
 - intra step = (the measured floor of the op's term - NCCL's ring base latency 6.6 us, `baseLatencies` Ring/LL) / its
   ring steps; network step = the fabric's `latency_us` (NCCL's `hwLatencies[NET]` Ring/LL, 2.7 us, in every
-  profile); inside a domain larger than the measured group (an NVL72 rack) the floor grows by the intra step per extra
-  ring step, by at most NCCL's NVLS latency (25 us) on an NVSwitch domain;
+  profile); inside a domain larger than the node (an NVL72 rack) the NVSwitch model's LL ring base and step
+  (`nvswitch.ring_latency`), and its floor and bandwidth for the domain's part;
 - flat ring: `lat + f S / busbw`, f the nccl-tests bus factor (allreduce 2(n - 1)/n, others (n - 1)/n) and busbw
   the slower of the domain's measured ring (its large-message busbw) and the domain's NICs: m x N, N the NIC GB/s
   per GPU as NCCL achieves it (one ring channel per NIC, each crossing the node boundary once: busbw = NICs x rate);
@@ -34,8 +35,10 @@ from math import ceil, log2
 import numpy as np
 
 from advisor.errors import AdvisorError
+from advisor.hardware import nvswitch
 from advisor.hardware.cluster import Cluster, Span
 from advisor.hardware.comm import bus_factor, collective_timer, find_term, ring_steps, term_time_us
+from advisor.hardware.nvswitch import NCCL_NVLS_US, generation, link_gbps, nvswitch_us
 from advisor.hardware.schema import CollectiveTerm, HardwareProfile
 
 Timer = Callable[[np.ndarray], np.ndarray]
@@ -48,7 +51,6 @@ NIC_SHARE = 24.0 / 25.0
 # GPUDirect RDMA, 2 GH200 nodes x 4 x 200 Gb/s, NCCL 2.24.3 (https://github.com/NVIDIA/nccl/issues/1579).
 HOST_STAGING_SHARE = 79.72 / 96.07
 NCCL_RING_BASE_US = 6.6  # tuning.cc baseLatencies, Ring/LL (NVIDIA/nccl v2.30.7)
-NCCL_NVLS_US = 25.0  # tuning.cc hwLatencies[NVLINK][NVLS] Simple (NVIDIA/nccl v2.30.7)
 OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "p2p", "dispatch", "combine")
 
 
@@ -116,13 +118,17 @@ def p2p_us(S: np.ndarray, inside: Timer, floor_us: float, nic_gbps: float, net_l
 
 def domain_timer(hw: HardwareProfile, op: str, m: int, engine: str = "vllm") -> Timer:
     """Time of `op` on m GPUs of one fast domain: the node's own timer (`comm.collective_timer`, as on one box) up to
-    its GPUs; beyond a node (an NVL72 rack's trays) the largest measured term at m ranks' bus factor, its floor
-    growing by the measured intra step per extra ring step (NCCL's model, module docstring), and on an NVSwitch
-    domain by no more than NCCL's NVLS latency (`hwLatencies[NVLINK][NVLS]`, 25 us, constant in ranks: NCCL takes
-    NVLink SHARP when its ring would be slower)."""
+    its GPUs; beyond a node (an NVL72 rack's trays) NCCL over the NVSwitch domain's link, whatever trays the group
+    spans (`nvswitch.nvswitch_us`: ring protocols and NVLS, parameters of the NVLink generation). Without fitted
+    parameters for the domain's generation: the largest measured term at m ranks' bus factor, its floor growing by
+    the measured intra step per extra ring step, on an NVSwitch by no more than NCCL's NVLS latency."""
     physics = "vllm" if engine == "trtllm" else engine
     if m <= hw.topology.num_gpus:
         return collective_timer(hw, op, m, engine=physics)
+    gen = generation(hw)
+    if gen is not None and op != "p2p":
+        link = link_gbps(hw)
+        return lambda S: nvswitch_us(op, S, m, gen, link)
     term = find_term(hw, op, m, "nccl") or find_term(hw, "allreduce", m, "nccl")
     assert term is not None  # the schema requires an NCCL allreduce term
     extra = (ring_steps(op, m) - ring_steps(op, term.gpus)) * intra_step_us(_floor(term), op, term.gpus)
@@ -143,14 +149,21 @@ def _term(hw: HardwareProfile, op: str, m: int) -> CollectiveTerm:
 
 def domain_floor_busbw(hw: HardwareProfile, op: str, m: int) -> tuple[float, float]:
     """(floor us, large-message busbw GB/s) of the measured NCCL `op` term nearest m GPUs (allreduce if the profile
-    has no such op)."""
+    has no such op); beyond the node in an NVSwitch domain with fitted parameters, the NVSwitch model's."""
+    gen = generation(hw) if m > hw.topology.num_gpus and op != "p2p" else None
+    if gen is not None:
+        return nvswitch.floor_busbw(op, m, gen, link_gbps(hw))
     term = _term(hw, op, m)
     return _floor(term), float(term.large_busbw_gbps)
 
 
 def ring_latency(hw: HardwareProfile, op: str, m: int) -> tuple[float, float]:
     """(base us, intra step us) of NCCL's ring model on this hardware: the measured floor of the op's term nearest m
-    GPUs is base + its ring steps x step, base NCCL's 6.6 us (or the whole floor where it is lower)."""
+    GPUs is base + its ring steps x step, base NCCL's 6.6 us (or the whole floor where it is lower); beyond the node
+    in an NVSwitch domain with fitted parameters, the LL ring's base and step (`nvswitch.ring_latency`)."""
+    gen = generation(hw) if m > hw.topology.num_gpus else None
+    if gen is not None:
+        return nvswitch.ring_latency(gen)
     term = _term(hw, op, m)
     floor = _floor(term)
     step = intra_step_us(floor, op, term.gpus)
