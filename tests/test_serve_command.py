@@ -147,8 +147,9 @@ def test_trtllm_refuses_what_it_cannot_form(advisor) -> None:
     assert r.code == 2 and "not a modelled trtllm release" in r.err and len(r.err.strip().splitlines()) == 1
 
 
-def test_a_config_file_is_not_what_the_engine_serves(advisor) -> None:
+def test_a_config_file_is_not_what_the_engine_serves(advisor, monkeypatch: pytest.MonkeyPatch) -> None:
     # no engine serves a config.json file: the command names its folder and says the weights must be there
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])  # the path as typed at the repo root
     ref = "tests/data/configs/Qwen--Qwen3-8B.json"
     (d,) = _rank(advisor, ref)
     argv = d["commands"][0]["argv"]
