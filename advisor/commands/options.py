@@ -169,3 +169,67 @@ def measurement_defaults(**given: Any) -> dict[str, Any]:
     """Conditions a measurement file does not hold (a vLLM `bench serve` JSON has no hardware or plan); the
     file's own values win (`read_measurements(defaults=...)`)."""
     return {k: v for k, v in given.items() if v is not None}
+
+
+# --- disaggregated serving (`decide/disagg_*.py`) -----------------------------------------------------------------
+ModeOpt = Annotated[str, typer.Option(
+    "--mode", help="agg: one pool serves prefill and decode (the plans as before); disagg: x prefill workers and y "
+                   "decode workers joined by a KV-cache transfer; auto: both, the one serving more output tok/s "
+                   "on the GPUs within --max-tpot-ms/--max-ttft-ms wins.")]
+
+
+def _pool(side: str, what: str, help_: str) -> Any:
+    return typer.Option(f"--{side}-{what}", help=help_.format(side=side), show_default=False)
+
+
+PrefillTp = Annotated[int | None, _pool("prefill", "tp", "Tensor-parallel size of each {side} worker.")]
+PrefillPp = Annotated[int | None, _pool("prefill", "pp", "Pipeline-parallel size of each {side} worker.")]
+PrefillDp = Annotated[int | None, _pool("prefill", "dp", "Attention data-parallel size of each {side} worker.")]
+PrefillEp = Annotated[int | None, _pool("prefill", "ep", "Expert-parallel size of each {side} worker.")]
+PrefillWorkers = Annotated[int | None, _pool("prefill", "workers", "Workers in the {side} pool [default: 1].")]
+DecodeTp = Annotated[int | None, _pool("decode", "tp", "Tensor-parallel size of each {side} worker.")]
+DecodePp = Annotated[int | None, _pool("decode", "pp", "Pipeline-parallel size of each {side} worker.")]
+DecodeDp = Annotated[int | None, _pool("decode", "dp", "Attention data-parallel size of each {side} worker.")]
+DecodeEp = Annotated[int | None, _pool("decode", "ep", "Expert-parallel size of each {side} worker.")]
+DecodeWorkers = Annotated[int | None, _pool("decode", "workers", "Workers in the {side} pool [default: 1].")]
+KvBackend = Annotated[str | None, typer.Option(
+    "--kv-backend", show_default=False,
+    help="KV transfer between the pools: vLLM nixl|mooncake|p2pnccl, SGLang mooncake|nixl, TensorRT-LLM "
+         "default|ucx|nixl|mpi [default: the first].")]
+
+
+def mode(value: str) -> str:
+    """--mode checked (one line naming the flag)."""
+    from advisor.decide.disagg_rank import MODES
+
+    if value not in MODES:
+        raise AdvisorError(f"--mode: {value!r} is not {', '.join(MODES)}")
+    return value
+
+
+def pools(prefill: tuple[int | None, ...], decode: tuple[int | None, ...], backend: str | None,
+          aggregated: Plan | None) -> Any:
+    """The disaggregated deployment the --prefill-*/--decode-* flags describe (tp, pp, dp, ep, workers of each
+    side), or None when none is given; one line when only one side is, or beside an aggregated --tp/--pp/--dp/--ep
+    plan. Worker counts are checked by `cost/disagg.py: make_disagg` (0: one line)."""
+    from advisor.cost.plan import Plan
+    from advisor.decide.disagg_one import Pools
+
+    given = [any(v is not None for v in side) for side in (prefill, decode)]
+    if not any(given):
+        if backend is not None:
+            raise AdvisorError("--kv-backend: needs a disaggregated plan (--prefill-*/--decode-*)")
+        return None
+    if not all(given):
+        missing = "decode" if given[0] else "prefill"
+        raise AdvisorError(f"--{missing}-*: a disaggregated plan needs both pools (give at least --{missing}-tp)")
+    if aggregated is not None:
+        raise AdvisorError("--tp/--pp/--dp/--ep describe one aggregated plan: with --prefill-*/--decode-* give each "
+                           "pool's own")
+    for side, vals in (("prefill", prefill), ("decode", decode)):
+        for what, v in zip(("tp", "pp", "dp", "ep"), vals[:4], strict=True):
+            if v is not None and v < 1:
+                raise AdvisorError(f"--{side}-{what}: {v} is below 1")
+    p, d = (Plan(tp=s[0] or 1, pp=s[1] or 1, dp=s[2] or 1, ep=s[3] or 1) for s in (prefill, decode))
+    return Pools(prefill=p, x=1 if prefill[4] is None else prefill[4], decode=d,
+                 y=1 if decode[4] is None else decode[4], backend=backend)

@@ -26,6 +26,7 @@ def pareto(
                              ] = False,
     json_out: opt.Json = False,
     csv_out: Annotated[bool, typer.Option("--csv", help="Print the points as CSV.")] = False,
+    mode: opt.ModeOpt = "agg",
 ) -> None:
     """Per-user tok/s vs total tok/s per GPU for every valid plan and concurrency: the frontier per model.
 
@@ -48,6 +49,13 @@ def pareto(
                             kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=gpu_memory_utilization,
                             weight_dtype=weight_dtype,
                             need_tokens=input_len + output_len)
+    if opt.mode(mode) != "agg":  # the disaggregated frontier, beside the aggregated one with auto
+        from advisor.commands.disagg import pareto_modes
+        from advisor.decide.disagg_rank import Where
+
+        return pareto_modes(models, q, Where(hw=profile, settings=settings, cluster=opt.cluster(
+            profile, nodes, fabric, gpus), gpus=gpus, calibration=calibration), mode, max_model_len,
+                            {"output": output, "frontier_only": frontier_only, "csv": csv_out, "json": json_out})
     good, unknown = candidates(models, q, max_model_len)
     for u in unknown:
         warn(f"{u.model}: {u.reason}")

@@ -53,7 +53,7 @@ def rank(
     speculative: opt.Speculative = "off", spec_tokens: opt.SpecTokens = None,
     spec_acceptance: opt.SpecAcceptance = None,
     json_out: opt.Json = False,
-    csv_out: CsvOpt = False, plot: PlotOpt = None,
+    csv_out: CsvOpt = False, plot: PlotOpt = None, mode: opt.ModeOpt = "agg",
 ) -> None:
     """Rank models (and their best parallel plan) on this box; explain why; print the command to run."""
     from advisor.decide.candidates import candidates
@@ -73,6 +73,15 @@ def rank(
                             kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=gpu_memory_utilization,
                             weight_dtype=weight_dtype,
                             need_tokens=input_len + output_len, spec=spec if speculative == "mtp" else None)
+    if opt.mode(mode) != "agg":  # disaggregated serving compared (`commands/disagg.py`)
+        from advisor.commands.disagg import rank_modes_flags
+
+        return rank_modes_flags(models, q, boxes, settings, mode, max_model_len, json_out, calibration, gpus,
+                                opt.cluster(opt.hardware(boxes[0], gpus), nodes, fabric, gpus),
+                                {"--objective": objective not in ("latency", "goodput"), "--all-plans": all_plans,
+                                 "--csv": csv_out, "--plot": plot is not None, "--gpu-hour-price": bool(gpu_hour_price),
+                                 "--speculative": speculative != "off", "--quality-file": quality_file is not None,
+                                 "--min-quality": min_quality is not None, "--hw": len(boxes) > 1})
     good, unknown = candidates(models, q, max_model_len)
     prices = gpu_hour_price or []
     if len(prices) not in (0, 1, len(boxes)):

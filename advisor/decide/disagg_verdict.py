@@ -14,6 +14,7 @@ from advisor.cost.disagg import make_disagg
 from advisor.cost.disagg_predict import PREDICT_POINTS, DisaggPrediction, combos_of, predict_disagg
 from advisor.cost.disagg_serving import decode_side, envelope, prefill_side, solve
 from advisor.cost.disagg_transfer import KvLink
+from advisor.cost.plan import Plan
 from advisor.cost.sweep import Case, evaluate
 from advisor.cost.terms import Terms
 from advisor.decide.capacity import slo_capacity
@@ -52,6 +53,7 @@ class AggChoice(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     plan: str
+    parallel: Plan
     gpus: int
     replicas: int
     users: int
@@ -70,6 +72,8 @@ class DisaggChoice(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     prediction: DisaggPrediction
+    prefill_parallel: Plan  # each prefill worker's plan
+    decode_parallel: Plan
     replicas: int
     total_tok_s: float
     tok_s_per_gpu: float
@@ -126,7 +130,8 @@ def best_aggregated(cases: list[Case], terms: Terms, q: DisaggQuery, budget: int
     tok = pred.output_tok_s or 0.0
     meets = (pred.tpot_ms or np.inf) <= lim_t * 1e3 and (pred.ttft_ms or np.inf) <= lim_f * 1e3
     n = int(reps[i])
-    return AggChoice(plan=cases[i].plan.label(), gpus=cases[i].plan.gpus, replicas=n, users=users,
+    return AggChoice(plan=cases[i].plan.label(), parallel=cases[i].plan, gpus=cases[i].plan.gpus, replicas=n,
+                     users=users,
                      ttft_ms=pred.ttft_ms or 0.0, tpot_ms=pred.tpot_ms or 0.0,
                      prefill_interference_ms=pred.prefill_interference_ms or 0.0, output_tok_s=tok,
                      total_tok_s=tok * n, tok_s_per_gpu=tok / cases[i].plan.gpus, meets=bool(meets))
@@ -151,7 +156,8 @@ def disagg_choice(arch: ModelArch, s: Sides, m: Combos, k: int, q: DisaggQuery, 
     reps = budget // plan.gpus
     tol = 1 + 1e-6
     meets = (pred.tpot_ms or np.inf) <= lim_t * 1e3 * tol and (pred.ttft_ms or np.inf) <= lim_f * 1e3 * tol
-    return DisaggChoice(prediction=pred, replicas=reps, total_tok_s=tok * reps, tok_s_per_gpu=tok / plan.gpus,
+    return DisaggChoice(prediction=pred, prefill_parallel=pc.plan, decode_parallel=dc.plan, replicas=reps,
+                        total_tok_s=tok * reps, tok_s_per_gpu=tok / plan.gpus,
                         prefill_tok_s_per_gpu=(pred.requests_per_s or 0.0) * q.input_len / plan.prefill.gpus,
                         decode_tok_s_per_gpu=tok / plan.decode.gpus, meets=bool(meets and ok.any()))
 
@@ -194,13 +200,18 @@ OVERLAP_WORDS = {"vllm": "the decode worker pulls it once the prefill is done (N
                  "trtllm": "the cache transceiver sends it once the context phase is done"}
 
 
+def transfer_line(p: DisaggPrediction) -> str:
+    """What the KV transfer costs: bytes on each side, the link, its time alone and its share of TTFT."""
+    parts = p.ttft_parts_ms or {}
+    return (f"transfer: one {p.input_len:,}-token prompt's KV is {p.kv_recv_mb or 0:,.0f} MB on each decode GPU "
+            f"({p.kv_send_mb or 0:,.0f} MB from the busiest prefill GPU); over {p.link} it takes "
+            f"{p.transfer_alone_ms or 0:.1f} ms, {parts.get('transfer', 0):.1f} ms of the {p.ttft_ms or 0:,.0f} ms "
+            f"TTFT ({OVERLAP_WORDS[p.engine]}; link {p.link_utilisation or 0:.0%} busy)")
+
+
 def _disagg_reasons(d: DisaggChoice, a: AggChoice | None, q: DisaggQuery) -> list[str]:
     p = d.prediction
-    parts = p.ttft_parts_ms or {}
-    out = [f"transfer: one {q.input_len:,}-token prompt's KV is {p.kv_recv_mb or 0:,.0f} MB on each decode GPU "
-           f"({p.kv_send_mb or 0:,.0f} MB from the busiest prefill GPU); over {p.link} it takes "
-           f"{p.transfer_alone_ms or 0:.1f} ms, {parts.get('transfer', 0):.1f} ms of the {p.ttft_ms or 0:,.0f} ms "
-           f"TTFT ({OVERLAP_WORDS[p.engine]}; link {p.link_utilisation or 0:.0%} busy)"]
+    out = [transfer_line(p)]
     dtp = f"{p.tpot_ms or 0:.1f} ms TPOT at {p.decode_batch_per_rank or 0:.1f} requests per decode rank"
     if a is not None:
         out.append(f"interference: aggregated {a.plan} at {a.users:,} users spends {a.prefill_interference_ms:.1f} ms "
@@ -208,14 +219,21 @@ def _disagg_reasons(d: DisaggChoice, a: AggChoice | None, q: DisaggQuery) -> lis
                    f"none ({dtp})")
     else:
         out.append(f"interference: none in the decode pool ({dtp})")
-    cap = p.capacity_requests_per_s or {}
     out.append(f"per GPU: prefill {p.prefill.workers} x {p.prefill.plan} ({p.prefill.gpus} GPUs) at "
                f"{p.prefill_utilisation or 0:.0%} of its token budget, {d.prefill_tok_s_per_gpu:,.0f} prompt tok/s per "
                f"GPU; decode {p.decode.workers} x {p.decode.plan} ({p.decode.gpus} GPUs), "
                f"{d.decode_tok_s_per_gpu:,.0f} output tok/s per GPU; {d.tok_s_per_gpu:,.0f} per GPU overall"
                + (f" against {a.tok_s_per_gpu:,.0f} aggregated ({a.plan})" if a is not None else ""))
-    if cap:
-        out.append(f"limit: the {p.bottleneck} side (requests/s each side sustains: prefill {cap['prefill']:.2f}, "
-                   f"decode {cap['decode']:.2f}, link {cap['link']:.2f}; served {p.requests_per_s or 0:.2f} at "
-                   f"{p.concurrency:,} users)")
+    if (line := limit_line(p)) is not None:
+        out.append(line)
     return out
+
+
+def limit_line(p: DisaggPrediction) -> str | None:
+    """Which side limits the deployment, from the requests/s each side sustains alone."""
+    cap = p.capacity_requests_per_s
+    if not cap:
+        return None
+    return (f"limit: the {p.bottleneck} side (requests/s each side sustains: prefill {cap['prefill']:.2f}, "
+            f"decode {cap['decode']:.2f}, link {cap['link']:.2f}; served {p.requests_per_s or 0:.2f} at "
+            f"{p.concurrency:,} users)")

@@ -40,6 +40,7 @@ class ParetoPoint(BaseModel):
     frontier: bool  # on its model's Pareto frontier
     meets: bool  # within the latency targets (True when none is given)
     operating: bool = False  # the model's chosen point: most tok/s per GPU on the frontier within the targets
+    mode: str = "agg"  # "disagg": a disaggregated deployment's point (`decide/disagg_pareto.py`)
 
 
 def pareto_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
