@@ -26,6 +26,7 @@ BLOCKS: dict[str, tuple[str, str]] = {
     "comm-accuracy": ("docs/accuracy.md", "comm_accuracy"),
     "scaleout-accuracy": ("docs/collectives-scaleout.md", "scaleout_accuracy"),
     "measurement-columns": ("docs/measurements.md", "schema_doc"),
+    "disagg-measurement-columns": ("docs/measurements.md", "schema_doc"),
     "engine-releases": ("docs/engines.md", "schema_doc"),
 }
 

@@ -1,9 +1,10 @@
 """The reference tables of docs/ that are written from the code, never by hand: the measurement columns
 (docs/measurements.md, from `advisor/calibrate/columns.py: COLUMNS` and the fields of
-`advisor/calibrate/measurements.py: Measurement`, their constraints, defaults and attribute docstrings) and the
-engine releases modelled (docs/engines.md, from the release tables of `advisor/engines.py`).
+`advisor/calibrate/measurements.py: Measurement`, their constraints, defaults and attribute docstrings; the
+disaggregated columns from `advisor/calibrate/disagg_columns.py: MEANING`) and the engine releases modelled
+(docs/engines.md, from the release tables of `advisor/engines.py`).
 
-    python -m scripts.schema_doc [--update]   # print both blocks; --update writes each between its markers
+    python -m scripts.schema_doc [--update]   # print the blocks; --update writes each between its markers
 """
 
 from __future__ import annotations
@@ -136,7 +137,38 @@ def engine_releases() -> str:
     return "\n".join(lines)
 
 
-BLOCKS = {"measurement-columns": measurement_columns, "engine-releases": engine_releases}
+# What an empty cell of a disaggregated row means, where it is not "unknown" (`calibrate/disagg_predict.py`).
+DISAGG_EMPTY = {"engine": "`vllm`", "weight_dtype": "the checkpoint's own format",
+                "spec_decoding": "not recorded: predicted without speculation, and said",
+                "concurrency": "not predicted (the users are the load every prediction is made at)",
+                "tp": "`1`", "pp": "`1`", "attention_dp": "`1`", "moe_ep": "`1` (no expert parallelism)",
+                "workers": "the pool is missing: the row is not predicted", "nodes": "as many as the pools need",
+                "plan_status": "`recorded`", "repeat_of": "not a repeat", "source": "the file name and row number",
+                "ttft_ms": "not measured: no error for it", "tpot_ms": "not measured: no error for it",
+                "total_gpus": "not read (the pools give the GPUs)"}
+
+
+def disagg_columns() -> str:
+    """The block of docs/measurements.md on disaggregated rows: one row per column of
+    `advisor/calibrate/disagg_columns.py: MEANING`, which are required, what an empty cell means."""
+    from advisor.calibrate import disagg_columns as dc
+
+    lines = [f"{len(dc.COLUMNS)} columns, in this order (`advisor/calibrate/disagg_columns.py: COLUMNS`); extra "
+             "columns are ignored, a file is read as disaggregated when its header names a pool's cells "
+             "(`prefill_*`, `decode_*`). Required: " + ", ".join(f"`{c}`" for c in dc.READ_REQUIRED) + ". "
+             "Written by `python -m scripts.schema_doc` from `MEANING` there.", "",
+             "| column | empty cell | meaning |", "|---|---|---|"]
+    for name in dc.COLUMNS:
+        key = name.split("_", 1)[1] if name.startswith(("prefill_", "decode_")) else name
+        empty = "required: the file is refused" if name in dc.READ_REQUIRED and key != "workers" else \
+            DISAGG_EMPTY.get(key, "unknown")
+        cells = (f"`{name}`", empty, " ".join(dc.MEANING[name].split()))
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+BLOCKS = {"measurement-columns": measurement_columns, "engine-releases": engine_releases,
+          "disagg-measurement-columns": disagg_columns}
 
 
 def main(argv: list[str] | None = None) -> int:

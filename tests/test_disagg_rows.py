@@ -53,7 +53,8 @@ def test_rows_predicted_at_their_own_pools(tmp_path: Path) -> None:
                     Plan(tp=1, dp=32, ep=32), 1, Settings(engine="trtllm", weight_dtype="fp8", max_model_len=2048),
                     cluster=load_cluster(gb200, 10))
     p = predict_disagg(d, terms, 256, 1024, 1024, benchmark=True)
-    assert first.predicted == pytest.approx({"ttft_ms": p.ttft_ms, "tpot_ms": p.tpot_ms})
+    assert first.predicted == pytest.approx({"ttft_ms": p.ttft_ms, "tpot_ms": p.tpot_ms,
+                                             "output_tok_s": p.output_tok_s})
     assert first.error_pct("tpot_ms") == pytest.approx(100 * ((p.tpot_ms or 0) - 15.331) / 15.331)
     assert got[1].reason == "a repeat of test id=1 (the same run, counted once)"
     assert got[2].reason == "deployment not settled: several configs"
@@ -70,5 +71,5 @@ def test_rows_predicted_at_their_own_pools(tmp_path: Path) -> None:
 def test_not_a_disaggregated_file(tmp_path: Path) -> None:
     path = tmp_path / "agg.csv"
     path.write_text("model,hardware,engine,input_len,output_len,source\nx,y,vllm,1,1,s\n", encoding="utf-8")
-    with pytest.raises(AdvisorError, match="no column plan_status"):
+    with pytest.raises(AdvisorError, match="not a disaggregated measurement file: no column prefill_workers"):
         predict_disagg_rows(path, lambda hw, engine: Terms())

@@ -1,12 +1,13 @@
 """The disaggregated measurement schema (tests/data/bench/silicon_disagg_dev.csv): its columns and what each means.
 
-Data only: nothing reads disaggregated rows yet, and aggregated rows are read as before (`columns.py`,
-`measurements.py`). One row is one measured point of a deployment that splits prefill and decode into two pools of
-workers joined by a KV-cache transfer. Each pool is `<side>_workers` workers with one plan each, in aiconfigurator's
-cells (its `silicon_sample.csv`): GPUs per worker = tp x attention_dp x pp, and the MoE layers are split over the same
-GPUs as moe_tp x moe_ep. DEP8 (attention data-parallel over 8 GPUs, experts over 8) is tp 1, attention_dp 8, moe_tp 1,
-moe_ep 8; TEP8 is tp 8, attention_dp 1, moe_tp 1, moe_ep 8; TP8 is tp 8, moe_tp 8, moe_ep 1. How the cells were
-recovered where the source left them empty is in tests/data/bench/README.md ("Disaggregated runs").
+Read by `calibrate/disagg_predict.py` (`advisor check` and `advisor calibrate` take such files); aggregated rows are
+read as before (`columns.py`, `measurements.py`). One row is one measured point of a deployment that splits prefill
+and decode into two pools of workers joined by a KV-cache transfer. Each pool is `<side>_workers` workers with one
+plan each, in aiconfigurator's cells (its `silicon_sample.csv`): GPUs per worker = tp x attention_dp x pp, and the
+MoE layers are split over the same GPUs as moe_tp x moe_ep. DEP8 (attention data-parallel over 8 GPUs, experts over
+8) is tp 1, attention_dp 8, moe_tp 1, moe_ep 8; TEP8 is tp 8, attention_dp 1, moe_tp 1, moe_ep 8; TP8 is tp 8,
+moe_tp 8, moe_ep 1. How the cells were recovered where the source left them empty is in tests/data/bench/README.md
+("Disaggregated runs").
 """
 
 from __future__ import annotations
@@ -74,5 +75,9 @@ MEANING: dict[str, str] = {
 }
 COLUMNS: tuple[str, ...] = tuple(MEANING)
 REQUIRED: tuple[str, ...] = ("model", "hardware", "engine", "input_len", "output_len", "plan_status", "source")
+# the columns a file `advisor check` reads must have (a user's own rows need no plan_status or source; an empty
+# engine cell is vLLM): the request, and both pools' worker counts
+READ_REQUIRED: tuple[str, ...] = ("model", "hardware", "input_len", "output_len", "prefill_workers",
+                                  "decode_workers")
 METRICS: tuple[str, ...] = ("ttft_ms", "tpot_ms")
 PLAN_STATUS: tuple[str, ...] = ("recorded", "recovered", "unsettled")

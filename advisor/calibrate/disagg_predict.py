@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from advisor.arch.model import ModelArch
-from advisor.calibrate.disagg_columns import REQUIRED
+from advisor.calibrate.disagg_columns import READ_REQUIRED
 from advisor.calibrate.predict_rows import requantized_kv_dtype
 from advisor.cost.plan import Plan
 from advisor.cost.terms import Terms
@@ -33,6 +34,7 @@ from advisor.hardware import HardwareProfile, load_profile
 BANDS: tuple[tuple[int, float, str], ...] = ((1, 4, "1-4"), (5, 16, "5-16"), (17, 64, "17-64"),
                                              (65, 256, "65-256"), (257, float("inf"), ">256"))
 TermsFor = Callable[[HardwareProfile, str], Terms]
+MISSING_SIDE = "missing the"  # a row that lacks one pool: "missing the decode pool: ..."
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,9 @@ class DisaggRow:
     reason: str | None = None
     deployment: str = ""
     notes: tuple[str, ...] = ()
+    file: str = ""
+    row: int = 0  # 1-based data row of the file
+    pools: dict[str, dict[str, int]] = field(default_factory=dict)  # side -> workers, tp, pp, dp, ep
 
     def error_pct(self, metric: str) -> float | None:
         """Signed 100 (predicted - measured) / measured, or None."""
@@ -61,16 +66,33 @@ class DisaggRow:
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
-    """The CSV's rows; one line (AdvisorError) when it lacks a required column."""
+    """The CSV's rows; one line (AdvisorError) when it lacks a column every row needs (`READ_REQUIRED`: a
+    disaggregated row gives both pools)."""
     try:
         with open(path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
-    except OSError as err:
-        raise AdvisorError(f"{path}: {err.strerror}") from err
-    missing = [c for c in REQUIRED if rows and c not in rows[0]]
+            reader = csv.DictReader(fh)
+            header = reader.fieldnames or []
+            rows = list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise AdvisorError(f"{path}: {getattr(err, 'strerror', None) or err}") from err
+    missing = [c for c in READ_REQUIRED if c not in header]
     if missing:
-        raise AdvisorError(f"{path}: not a disaggregated measurement file (no column {missing[0]})")
+        side = next((s for s in ("prefill", "decode") if missing[0].startswith(s)), None)
+        why = f" (a disaggregated row gives both pools: the {side} pool's cells are missing)" if side else ""
+        raise AdvisorError(f"{path}: not a disaggregated measurement file: no column {missing[0]}{why}")
     return rows
+
+
+def is_disagg_file(path: str | Path) -> bool:
+    """Whether a measurement file is in the disaggregated schema: a CSV whose header names a pool's cells."""
+    if str(path).lower().endswith(".json"):
+        return False
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False
+    return any(c.strip().startswith(("prefill_", "decode_")) for c in header)
 
 
 def _int(row: dict[str, str], key: str, default: int = 0) -> int:
@@ -96,48 +118,74 @@ def _skip(row: dict[str, str]) -> str | None:
                 "holds only for its own prompts)")
     for side in ("prefill", "decode"):
         if _int(row, f"{side}_workers") < 1:
-            return f"no {side} workers recorded"
+            return f"{MISSING_SIDE} {side} pool: no {side}_workers recorded"
     if _int(row, "concurrency") < 1:
         return "concurrency not recorded (the benchmark's users are the load every prediction is made at)"
     return None
 
 
-def predict_one(row: dict[str, str], terms_for: TermsFor, archs: dict[str, ModelArch]) -> DisaggRow:
-    """One row predicted at its own pools (module docstring)."""
+def _base(row: dict[str, str], where: tuple[str, int]) -> DisaggRow:
+    """The row's conditions and measured values (ValueError: a cell that is not a number)."""
+    pools = {side: {k: _int(row, f"{side}_{c}", 1 if k != "workers" else 0) for k, c in
+                    (("workers", "workers"), ("tp", "tp"), ("pp", "pp"), ("dp", "attention_dp"), ("ep", "moe_ep"))}
+             for side in ("prefill", "decode")}
+    return DisaggRow(source=row.get("source") or f"{Path(where[0]).name} row {where[1]}", model=row.get("model", ""),
+                     hardware=row.get("hardware", ""), engine=row.get("engine") or "vllm",
+                     plan_status=row.get("plan_status") or "recorded", concurrency=_int(row, "concurrency"),
+                     input_len=_int(row, "input_len"), output_len=_int(row, "output_len"),
+                     measured={m: float(row[m]) for m in ("ttft_ms", "tpot_ms") if (row.get(m) or "").strip()},
+                     file=where[0], row=where[1], pools=pools)
+
+
+def _nodes(row: dict[str, str], hw: HardwareProfile, d_gpus: int) -> int:
+    """The row's nodes, or as many as its pools need when it does not say."""
+    return _int(row, "nodes") or max(-(-d_gpus // hw.topology.num_gpus), 1)
+
+
+def predict_one(row: dict[str, str], terms_for: TermsFor, archs: dict[str, ModelArch],
+                where: tuple[str, int] = ("", 0)) -> DisaggRow:
+    """One row predicted at its own pools (module docstring); `where`: its file and 1-based data row."""
     from advisor.cost.disagg import make_disagg
     from advisor.cost.disagg_predict import predict_disagg
     from advisor.hardware.cluster import load_cluster
     from advisor.resolve import resolve
 
-    base = DisaggRow(source=row["source"], model=row["model"], hardware=row["hardware"], engine=row["engine"],
-                     plan_status=row.get("plan_status", ""), concurrency=_int(row, "concurrency"),
-                     input_len=_int(row, "input_len"), output_len=_int(row, "output_len"),
-                     measured={m: float(row[m]) for m in ("ttft_ms", "tpot_ms") if row.get(m)})
+    try:
+        base = _base(row, where)
+    except ValueError as err:
+        return DisaggRow(source=row.get("source") or f"{Path(where[0]).name} row {where[1]}",
+                         model=row.get("model", ""), hardware=row.get("hardware", ""), engine=row.get("engine", ""),
+                         plan_status=row.get("plan_status", ""), concurrency=0, input_len=0, output_len=0,
+                         measured={}, reason=f"unreadable cell: {err}", file=where[0], row=where[1])
+    if not base.model or not base.hardware:
+        return _with(base, reason=f"no {'model' if not base.model else 'hardware'} given")
     if (why := _skip(row)) is not None:
         return _with(base, reason=why)
-    if not row.get("spec_decoding"):
+    if "spec_decoding" in row and not row.get("spec_decoding"):
         base = _with(base, notes=("speculative decoding not recorded: predicted without",))
     try:
-        if row["model"] not in archs:
-            archs[row["model"]] = resolve(row["model"]).arch
-        arch = archs[row["model"]]
-        hw = load_profile(row["hardware"])
+        if base.model not in archs:
+            archs[base.model] = resolve(base.model).arch
+        arch = archs[base.model]
+        hw = load_profile(base.hardware)
         wd = row.get("weight_dtype") or None
-        s = Settings.model_validate({"engine": row["engine"], "weight_dtype": wd,
+        s = Settings.model_validate({"engine": base.engine, "weight_dtype": wd,
                                      "max_model_len": base.input_len + base.output_len,
                                      "kv_cache_dtype": requantized_kv_dtype(wd, arch.weight_dtype)})
-        cluster = load_cluster(hw, max(_int(row, "nodes", 1), 1))
-        d = make_disagg(arch, hw, side_plan(row, "prefill"), _int(row, "prefill_workers"),
-                        side_plan(row, "decode"), _int(row, "decode_workers"), s, cluster=cluster)
+        pre, dec = side_plan(row, "prefill"), side_plan(row, "decode")
+        x, y = _int(row, "prefill_workers"), _int(row, "decode_workers")
+        cluster = load_cluster(hw, _nodes(row, hw, x * pre.gpus + y * dec.gpus))
+        d = make_disagg(arch, hw, pre, x, dec, y, s, cluster=cluster)
+        terms = terms_for(hw, base.engine)
     except (AdvisorError, ValueError) as err:  # pydantic's ValidationError is a ValueError
         return _with(base, reason="cannot build the deployment: " + " ".join(str(err).split()))
     if d.refused:
         return _with(base, reason=d.refused, deployment=d.label())
-    p = predict_disagg(d, terms_for(hw, row["engine"]), max(base.concurrency, 1), base.input_len, base.output_len,
-                       benchmark=True)
+    p = predict_disagg(d, terms, max(base.concurrency, 1), base.input_len, base.output_len, benchmark=True)
     if p.ttft_ms is None or p.tpot_ms is None or not np.isfinite([p.ttft_ms, p.tpot_ms]).all():
         return _with(base, reason="the cost model returned no finite value", deployment=d.label())
-    return _with(base, predicted={"ttft_ms": p.ttft_ms, "tpot_ms": p.tpot_ms}, deployment=d.label())
+    return _with(base, predicted={"ttft_ms": p.ttft_ms, "tpot_ms": p.tpot_ms, "output_tok_s": p.output_tok_s or 0.0},
+                 deployment=d.label())
 
 
 def _with(r: DisaggRow, **kw: object) -> DisaggRow:
@@ -146,17 +194,23 @@ def _with(r: DisaggRow, **kw: object) -> DisaggRow:
     return replace(r, **kw)  # type: ignore[arg-type]
 
 
-def predict_disagg_rows(path: Path, terms_for: TermsFor | None = None) -> list[DisaggRow]:
+def predict_disagg_rows(path: Path, terms_for: TermsFor | None = None, defaults: dict[str, Any] | None = None,
+                        only: Callable[[dict[str, str]], bool] | None = None) -> list[DisaggRow]:
     """Every row of a disaggregated measurement file predicted at its own pools, or with why not. `terms_for`:
-    the terms of a (profile, engine) (default: the shipped calibration, `calibrate/store.py: terms_for`)."""
+    the terms of a (profile, engine) (default: the shipped calibration, `calibrate/store.py: terms_for`);
+    `defaults`: model, hardware, engine or concurrency for rows whose cell is empty; `only`: the rows to predict
+    (the others are left out)."""
     if terms_for is None:
         from advisor.calibrate.store import terms_for as shipped
 
         def terms_for(hw: HardwareProfile, engine: str) -> Terms:
             return shipped(hw, engine)[0]
 
+    fill = {k: str(v) for k, v in (defaults or {}).items() if k in ("model", "hardware", "engine", "concurrency")}
     archs: dict[str, ModelArch] = {}
-    return [predict_one(r, terms_for, archs) for r in read_rows(path)]
+    rows = [{**r, **{k: v for k, v in fill.items() if not (r.get(k) or "").strip()}} for r in read_rows(path)]
+    return [predict_one(r, terms_for, archs, (str(path), n)) for n, r in enumerate(rows, start=1)
+            if only is None or only(r)]
 
 
 def band_of(concurrency: int) -> str:

@@ -49,6 +49,7 @@ class RefitReport(BaseModel):
     engine_versions: list[str]
     method: str
     warnings: list[str]
+    disaggregated: dict[str, Any] | None = None  # disaggregated rows given: `calibrate/disagg_check.py: fit_check`
 
 
 def guard(fit: Any, hw: str, engine: str, output: Path) -> tuple[list[str], list[str]]:
@@ -102,11 +103,13 @@ def _rows(files: list[str], hw: str, engine: str, defaults: dict[str, Any] | Non
 def refit(files: list[str], hw: str, engine: str, output: Path, defaults: dict[str, Any] | None = None,
           force: bool = False) -> RefitReport:
     """Fit, write `output`, and report it."""
+    from advisor.calibrate.disagg_check import fit_check, split_files
     from advisor.calibrate.fit import METHOD, Calibrator
     from advisor.calibrate.store import Calibration, terms_for, write_calibration
     from advisor.hardware import load_profile
 
     profile = load_profile(hw)
+    files, disagg = split_files(files)
     bucket, rejected, versions = _rows(files, profile.id, engine, defaults)
     # the shipped pooled terms of this GPU (or the engine-wide ones) are the prior the rows pull away from:
     # shrinkage, so 5-30 rows move what they measure and keep the rest
@@ -126,4 +129,5 @@ def refit(files: list[str], hw: str, engine: str, output: Path, defaults: dict[s
         refused=fit.refused_, bounds_hit=fit.bounds_hit_, cv=fit.cv_, cv_method=fit.cv_method_,
         tpot_residual_pct=fit.tpot_residual_pct_, rows_used=fit.rows_used_,
         rows_set_aside=[RowNote(file=r.file, row=r.row, reason=why) for r, why in fit.set_aside_],
-        rows_rejected=rejected, files=list(files), engine_versions=versions, method=cal.method, warnings=warnings)
+        rows_rejected=rejected, files=list(files), engine_versions=versions, method=cal.method, warnings=warnings,
+        disaggregated=fit_check(disagg, profile, engine, prior, fit.terms_) if disagg else None)

@@ -37,6 +37,16 @@ def check(measurements: opt.Measurements, calibration: opt.Calibration = None, j
     --save-result` JSON is read too; the condition flags fill what a file does not hold (it has no hardware or
     plan). With --json the rows are written one per line as they are computed; a number that is not finite (an
     error against a measurement of ~0) is null.
+
+    A disaggregated measurement CSV (x prefill and y decode workers joined by a KV-cache transfer, as
+    tests/data/bench/silicon_disagg_dev.csv) is told by its pool columns and each row is predicted at its own
+    pools: model, hardware, engine, weight_dtype, concurrency, input_len, output_len, then per pool
+    (prefill_*, decode_*): workers, tp, pp, attention_dp, moe_tp, moe_ep (each worker's plan), batch; nodes
+    (empty: as many as the pools need), ttft_ms, tpot_ms, spec_decoding and spec_tokens (a speculative row is not
+    predicted), plan_status, repeat_of (a repeat of another row is counted once), source. model, hardware,
+    input_len, output_len, prefill_workers and decode_workers are required columns; a row missing one pool says
+    why, and when no row can be predicted because one misses a pool, that is an error (exit 2). Every column:
+    docs/measurements.md. Aggregated and disaggregated files are checked in separate runs.
     Example: advisor check advisor/examples/case_study.csv"""
     from advisor.calibrate.check import check_files
     from advisor.report.check_table import show_check
@@ -44,6 +54,10 @@ def check(measurements: opt.Measurements, calibration: opt.Calibration = None, j
 
     defaults = opt.measurement_defaults(model=model, hardware=hw, engine=engine, tp=tp, pp=pp, dp=dp, ep=ep,
                                         concurrency=concurrency, weight_dtype=weight_dtype)
+    from advisor.commands.disagg import check_disagg_cmd
+
+    if check_disagg_cmd(measurements, calibration, defaults, json_out, summary):  # disaggregated rows
+        return
     with Progress("advisor check") as progress:
         result = check_files(measurements, calibration, defaults, progress.update)
         show_check(result, json_out, summary, progress)

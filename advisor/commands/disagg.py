@@ -101,3 +101,23 @@ def rank_modes_flags(models: list[str] | None, q: Query, boxes: list[str], setti
     where = Where(hw=opt.hardware(boxes[0], gpus), settings=settings, cluster=cluster, gpus=gpus,
                   calibration=calibration)
     rank_modes(models, q, where, mode, max_model_len, json_out)
+
+
+def check_disagg_cmd(files: list[str], calibration: str | None, defaults: dict[str, Any], json_out: bool,
+                     summary_only: bool) -> bool:
+    """`check` of disaggregated files (`calibrate/disagg_check.py`); False when no file is disaggregated (the
+    aggregated check runs). Aggregated and disaggregated files in one run: one line."""
+    from advisor.calibrate.disagg_predict import is_disagg_file
+
+    disagg = [f for f in files if is_disagg_file(f)]
+    if not disagg:
+        return False
+    if len(disagg) < len(files):
+        other = next(f for f in files if f not in disagg)
+        raise AdvisorError(f"{other}: aggregated rows beside the disaggregated {disagg[0]}: check them in separate "
+                           "runs")
+    from advisor.calibrate.disagg_check import check_disagg_files
+    from advisor.report.disagg_check import show_disagg_check
+
+    show_disagg_check(check_disagg_files(files, calibration, defaults), json_out, summary_only)
+    return True

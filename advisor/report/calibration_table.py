@@ -38,3 +38,8 @@ def calibration_tables(doc: RefitReport) -> None:
     console.print(f"rows rejected: {len(doc.rows_rejected)}")
     for r in doc.rows_rejected[:REJECTED_SHOWN]:
         console.print(f"  {Path(r.file).name} row {r.row}: {r.reason}")
+    if doc.disaggregated is not None:
+        from advisor.report.disagg_check import fit_check_lines
+
+        for line in fit_check_lines(doc.disaggregated, f"{doc.hardware}/{doc.engine}"):
+            console.print(line, highlight=False)
