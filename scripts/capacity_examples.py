@@ -1,6 +1,6 @@
 """Regenerate docs/capacity.md's capacity-planning examples and the Pareto figure from the CLI itself.
 
-    python -m scripts.capacity_examples [--update [FILE]]   # figure: docs/pareto_case_study.png
+    python -m scripts.capacity_examples [--update [FILE]]   # figures: docs/pareto_case_study.png, ranking_catalog.png
 
 Each example runs `advisor ... --json` offline on the bundled catalog (default box: 8x RTX PRO 6000 Server)
 and prints the numbers docs/capacity.md quotes. Prices are inputs of the example (a user's own rate), not data.
@@ -13,12 +13,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from scripts.doc_figures import DOCS, FIGURES, command, draw
 from scripts.readme_block import advisor_cli, home, replace_block
 
-REPO = Path(__file__).resolve().parents[1]
-
 MINIMAX, KIMI = "MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5"
-FIGURE = REPO / "docs" / "pareto_case_study.png"
+FIGURE, RANKING = DOCS / "pareto_case_study.png", DOCS / "ranking_catalog.png"
 
 
 def advisor(*args: str) -> Any:
@@ -72,7 +71,7 @@ def speculative() -> list[str]:
 
 def pareto() -> list[str]:
     FIGURE.parent.mkdir(exist_ok=True)
-    pts = advisor("pareto", MINIMAX, KIMI, "nvidia/Kimi-K2.5-NVFP4", "--max-tpot-ms", "50", "-o", str(FIGURE))
+    pts = advisor(*command(FIGURE.name))  # the points (--json) and the figure
     lines = ["`advisor pareto MiniMaxAI/MiniMax-M2.5 moonshotai/Kimi-K2.5 nvidia/Kimi-K2.5-NVFP4 --max-tpot-ms 50 "
              "-o pareto.png` draws every valid plan at every concurrency; the operating points (most tok/s per "
              "GPU on the frontier within the target):", ""]
@@ -83,12 +82,22 @@ def pareto() -> list[str]:
     return lines
 
 
+def ranking_figure() -> list[str]:
+    """The figure of the README's whole-catalog ranking (`rank --plot`)."""
+    draw(RANKING.name)
+    args = " ".join(FIGURES[RANKING.name][1])
+    return [f"`advisor {args} ranking.png` (whole catalog) draws the top plans by throughput within the target: each "
+            "one's total against per-user tok/s over the users, its operating point starred and the TPOT limit "
+            "dashed; its decode step by part and its memory per GPU:", "",
+            f"![ranking figure]({RANKING.relative_to(home('capacity').parent).as_posix()})"]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--update", type=Path, nargs="?", const=home("capacity"), metavar="FILE",
                     help="replace the capacity block of FILE (default: docs/capacity.md)")
     args = ap.parse_args(argv)
-    text = "\n".join([*slo_and_cost(), "", *boxes(), "", *speculative(), "", *pareto()])
+    text = "\n".join([*slo_and_cost(), "", *boxes(), "", *speculative(), "", *pareto(), "", *ranking_figure()])
     print(text)
     if args.update:
         replace_block(args.update, "capacity", text)

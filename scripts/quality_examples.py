@@ -12,11 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from scripts.doc_figures import DOCS, FIGURES, draw
 from scripts.readme_block import advisor_cli, home, replace_block
 
-REPO = Path(__file__).resolve().parents[1]
-
-FIGURE = REPO / "docs" / "quality_catalog.png"
+FIGURE = DOCS / "quality_catalog.png"
 CASE = ("MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5", "nvidia/Kimi-K2.5-NVFP4")
 
 
@@ -50,10 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     case_args = ("rank", *CASE, "--objective", "best-under-slo", "--max-tpot-ms", "50", "--concurrency", "16")
     case, case_text = run(*case_args)
-    FIGURE.parent.mkdir(exist_ok=True)
-    cat_args = ("rank", "--objective", "best-under-slo", "--max-tpot-ms", "50", "--concurrency", "64")
+    cat_args = FIGURES[FIGURE.name][1][:-1]  # the figure's command but its --plot
     catalog, cat_text = run(*cat_args)
-    advisor_cli(*cat_args, "--plot", str(FIGURE))
+    draw(FIGURE.name)
     lines = [f"`advisor {' '.join(case_args)}`:", "", *table(case), "", tradeoff_line(case_text), "",
              f"`advisor {' '.join(cat_args)} --plot quality.png` (whole catalog; top 8 of "
              f"{sum(1 for d in catalog if d['rank'])} ranked):", "", *table(catalog)[:10], "",

@@ -1,15 +1,19 @@
-"""`rank --plot`: the figure's series and bars are the cost model's and the rows' numbers; files are valid."""
+"""`rank --plot`: the figure's series and bars are the cost model's and the rows' numbers, the targets are drawn, the
+top rows only, each in its own style, one word per meaning; files are valid."""
 
 from __future__ import annotations
 
 import subprocess
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from conftest import cli
+from matplotlib.colors import to_hex
+from matplotlib.text import Text
 
 from advisor import catalog
 from advisor.calibrate.store import terms_for
@@ -19,7 +23,8 @@ from advisor.cost.prediction import BREAKDOWN
 from advisor.cost.sweep import evaluate, make_case
 from advisor.decide.choose import rank
 from advisor.decide.query import Query
-from advisor.report.plots import MEMORY_PARTS, GiB, rank_figure, save
+from advisor.report.figfile import layout_problems
+from advisor.report.plots import MEMORY_PARTS, MEMORY_WORDS, STEP_WORDS, TOP, GiB, rank_figure, save
 from advisor.resolve import Resolved
 
 MODELS = ("MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5")
@@ -32,80 +37,159 @@ def _resolved(model: str) -> Resolved:
     return Resolved(ref=model, arch=entry.arch, source=f"catalog:{entry.id}")
 
 
-@pytest.fixture(scope="module")
-def ranked() -> dict[str, Any]:
+def _ranking(q: Query) -> dict[str, Any]:
     hw = opt.hardware(HW, None)
     settings = opt.settings(engine="vllm", engine_version=None, max_model_len=None, kv_cache_dtype="auto",
                             gpu_memory_utilization=0.92, weight_dtype=None)
     terms, calibrated = terms_for(hw, "vllm", None)
-    q = Query(objective="throughput", concurrency=64, input_len=1024, output_len=1024)
     resolved = [_resolved(m) for m in MODELS]
     ranking = rank(resolved, hw, settings, terms, q, calibrated)
-    assert not ranking.unranked and [d.model for d in ranking.rows] == list(MODELS)
+    assert not ranking.unranked and sorted(d.model for d in ranking.rows) == sorted(MODELS)
     fig = rank_figure(ranking, hw, settings)
     rows = [d.model_dump(mode="json") for d in ranking.rows]
     return {"hw": hw, "settings": settings, "terms": terms, "q": q, "resolved": resolved, "rows": rows,
-            "fig": fig}
+            "fig": fig, "ranking": ranking}
 
 
-def test_panel_a_one_line_per_model_with_cost_model_values(ranked: dict[str, Any]) -> None:
+@pytest.fixture(scope="module")
+def ranked() -> dict[str, Any]:
+    return _ranking(Query(objective="throughput", concurrency=64, input_len=1024, output_len=1024))
+
+
+# TTFT limit between the first model's TTFT at few users and at many (tests/test_plots.py: test_targets_are_drawn
+# checks that both kinds of point occur)
+MAX_TTFT_MS = 200.0
+
+
+@pytest.fixture(scope="module")
+def goodput() -> dict[str, Any]:
+    return _ranking(Query(objective="goodput", concurrency=64, input_len=1024, output_len=1024, max_tpot_ms=50,
+                          max_ttft_ms=MAX_TTFT_MS))
+
+
+def _evaluated(ranked: dict[str, Any], d: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The cost model over the query's grid for one row's plan (what the figure must draw)."""
+    p = d["plan"]
+    case = make_case(_resolved(d["model"]).arch, Plan(tp=p["tp"], pp=p["pp"], dp=p["dp"], ep=p["ep"]), ranked["hw"],
+                     ranked["settings"])
+    out = evaluate([case], ranked["terms"], np.array(ranked["q"].grid(), float), np.array([1024]),
+                   np.array([1024])).out
+    return {k: v[0, :, 0] for k, v in out.items()}
+
+
+def _named(ax: Any) -> list[Any]:
+    return [ln for ln in ax.get_lines() if not ln.get_label().startswith("_")]
+
+
+def test_panel_a_one_curve_per_row_with_cost_model_values(ranked: dict[str, Any]) -> None:
     ax = ranked["fig"].axes[0]
-    named = [ln for ln in ax.get_lines() if not ln.get_label().startswith("_")]
-    assert len(named) == len(MODELS)
-    assert len(ax.get_lines()) > len(MODELS)  # the other valid plans, faint and out of the legend
-    hw, settings = ranked["hw"], ranked["settings"]
+    named = _named(ax)
+    assert len(named) == len(MODELS)  # one labelled series per ranked row, nothing else
     grid = ranked["q"].grid()
-    for d, line in zip(ranked["rows"], named, strict=True):
-        assert d["model"] in line.get_label() and d["plan"]["label"] in line.get_label()
-        p = d["plan"]
-        arch = _resolved(d["model"]).arch
-        case = make_case(arch, Plan(tp=p["tp"], pp=p["pp"], dp=p["dp"], ep=p["ep"]), hw, settings)
-        res = evaluate([case], ranked["terms"], np.array(grid, float), np.array([1024]),
-                       np.array([1024])).out
-        np.testing.assert_allclose(line.get_ydata(), res["output_tok_s"][0, :, 0], rtol=1e-12)
-        np.testing.assert_allclose(line.get_xdata(), res["per_user_tok_s"][0, :, 0], rtol=1e-12)
-        # the row's reported point (64 users) lies on its curve
+    stars = [ln for ln in ax.get_lines() if ln.get_label().endswith("operating point")]
+    for d, line, star in zip(ranked["rows"], named, stars, strict=True):
+        assert line.get_label() == f"#{d['rank']} {d['model'].rsplit('/', 1)[-1]} ({d['plan']['label']})"
+        res = _evaluated(ranked, d)
+        np.testing.assert_allclose(line.get_ydata(), res["output_tok_s"], rtol=1e-12)
+        np.testing.assert_allclose(line.get_xdata(), res["per_user_tok_s"], rtol=1e-12)
+        # the row's reported point (64 users) is starred, on its curve
         k = grid.index(d["workload"]["concurrency"])
-        assert line.get_ydata()[k] == pytest.approx(d["output_tok_s"], rel=1e-9)
+        assert star.get_ydata()[0] == pytest.approx(d["output_tok_s"], rel=1e-12) == line.get_ydata()[k]
+        assert star.get_color() == line.get_color()
+        # labelled on the figure, in the row's colour
+        (text,) = [t for t in ax.texts if t.get_text() == f"#{d['rank']} {d['model'].rsplit('/', 1)[-1]}"]
+        assert text.get_color() == line.get_color()
     assert "tok/s" in ax.get_xlabel() and "tok/s" in ax.get_ylabel()
+    assert len({ln.get_color() for ln in named}) == len(named)
+
+
+def test_targets_are_drawn(goodput: dict[str, Any]) -> None:
+    """The TPOT limit is the vertical line at 1000 / limit tok/s per user; points beyond the TTFT limit are hollow."""
+    ax = goodput["fig"].axes[0]
+    (tpot,) = [ln for ln in ax.get_lines() if ln.get_label() == "_TPOT 50 ms"]
+    assert list(tpot.get_xdata()) == [1000 / 50] * 2
+    for d in goodput["rows"]:
+        name = f"#{d['rank']} {d['model'].rsplit('/', 1)[-1]}"
+        res = _evaluated(goodput, d)
+        beyond = res["ttft_s"] * 1e3 > MAX_TTFT_MS
+        (filled,) = [ln for ln in ax.get_lines() if ln.get_label() == f"{name} ({d['plan']['label']})"]
+        (hollow,) = [ln for ln in ax.get_lines() if ln.get_label() == f"_{name} beyond TTFT"]
+        np.testing.assert_allclose(hollow.get_xdata(), res["per_user_tok_s"][beyond], rtol=1e-12)
+        np.testing.assert_allclose(filled.get_xdata(), res["per_user_tok_s"][~beyond], rtol=1e-12)
+        assert hollow.get_markerfacecolor() == "white"
+    first = _evaluated(goodput, goodput["rows"][0])["ttft_s"] * 1e3
+    assert first.min() < MAX_TTFT_MS < first.max()  # both kinds of point occur
+    key = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("TPOT 50 ms" in t for t in key) and any(f"TTFT {MAX_TTFT_MS:g} ms" in t for t in key)
+    assert "TPOT <= 50 ms and TTFT <= 200 ms" in goodput["fig"].get_suptitle()
+
+
+def test_top_rows_only_each_its_own_style(ranked: dict[str, Any]) -> None:
+    """A ranking longer than TOP draws its first TOP rows, each in its own colour and marker, on the canvas."""
+    many = replace(ranked["ranking"], rows=ranked["ranking"].rows * 5)
+    fig = rank_figure(many, ranked["hw"], ranked["settings"])
+    named = _named(fig.axes[0])
+    assert len(named) == TOP and len({(ln.get_color(), ln.get_marker()) for ln in named}) == TOP
+    assert [len(c.patches) for c in fig.axes[1].containers] == [TOP] * len(BREAKDOWN)
+    assert f"top {TOP} of {len(many.rows)} ranked" in fig.get_suptitle()
+    assert layout_problems(fig) == []
 
 
 def _stacks(ax: Any) -> dict[str, list[float]]:
-    return {c.get_label(): [p.get_height() for p in c.patches] for c in ax.containers}
+    return {c.get_label(): [p.get_width() for p in c.patches] for c in ax.containers}
 
 
 def test_panel_b_stacks_are_the_rows_breakdown(ranked: dict[str, Any]) -> None:
     ax = ranked["fig"].axes[1]
     stacks = _stacks(ax)
-    assert list(stacks) == list(BREAKDOWN)
+    assert list(stacks) == [STEP_WORDS[p] for p in BREAKDOWN]
     for part in BREAKDOWN:
-        assert stacks[part] == pytest.approx([d["breakdown_ms"][part] for d in ranked["rows"]], rel=1e-12)
-    tops = [sum(stacks[p][i] for p in BREAKDOWN) for i in range(len(MODELS))]
+        assert stacks[STEP_WORDS[part]] == pytest.approx([d["breakdown_ms"][part] for d in ranked["rows"]],
+                                                         rel=1e-12)
+    tops = [sum(v[i] for v in stacks.values()) for i in range(len(MODELS))]
     assert tops == pytest.approx([sum(d["breakdown_ms"].values()) for d in ranked["rows"]])
-    assert "ms" in ax.get_ylabel()
+    assert "ms" in ax.get_xlabel()
 
 
 def test_panel_c_memory_stacks_to_capacity(ranked: dict[str, Any]) -> None:
     ax = ranked["fig"].axes[2]
-    stacks = _stacks(ax)
-    assert list(stacks) == list(MEMORY_PARTS)
+    stacks = {k: v for k, v in _stacks(ax).items()}
+    assert list(stacks) == [MEMORY_WORDS[p] for p in MEMORY_PARTS]
     for i, d in enumerate(ranked["rows"]):
         pg = d["per_gpu"]
         assert stacks["weights"][i] * GiB == pytest.approx(pg["weights_bytes"])
-        assert stacks["KV room"][i] * GiB == pytest.approx(pg["kv_cache_bytes"])
+        assert stacks["KV cache"][i] * GiB == pytest.approx(pg["kv_cache_bytes"])
         assert stacks["activations"][i] * GiB == pytest.approx(pg["activation_bytes"])
-        assert stacks["overhead"][i] * GiB == pytest.approx(pg["overhead_bytes"])
-        total = sum(stacks[p][i] for p in MEMORY_PARTS) * GiB
+        assert stacks[MEMORY_WORDS["runtime"]][i] * GiB == pytest.approx(pg["overhead_bytes"])
+        total = sum(v[i] for v in stacks.values()) * GiB
         assert total == pytest.approx(pg["capacity_bytes"], rel=1e-6)
     capacity = [ln for ln in ax.get_lines() if ln.get_label().startswith("capacity")]
     assert len(capacity) == 1
     # the capacity vLLM budgets from is what CUDA reports (hwprofiles cuda_total_bytes), not nvidia-smi's total
-    assert capacity[0].get_ydata()[0] * GiB == pytest.approx(ranked["hw"].gpu.cuda_total_bytes)
-    assert "GiB" in ax.get_ylabel()
+    assert capacity[0].get_xdata()[0] * GiB == pytest.approx(ranked["hw"].gpu.cuda_total_bytes)
+    assert "GiB" in ax.get_xlabel()
+
+
+def test_one_word_per_meaning(ranked: dict[str, Any]) -> None:
+    """Across panels (b) and (c) a part's first word names one thing: the same word, the same colour, and no two
+    colours under one word ("overhead" named fixed latency in (b) and non-torch memory in (c))."""
+    word_color: dict[str, set[str]] = {}
+    color_word: dict[str, set[str]] = {}
+    for ax in ranked["fig"].axes[1:]:
+        for c in ax.containers:
+            word, color = c.get_label().split()[0], to_hex(c.patches[0].get_facecolor())
+            word_color.setdefault(word, set()).add(color)
+            color_word.setdefault(color, set()).add(word)
+    assert all(len(v) == 1 for v in word_color.values()), word_color
+    assert all(len(v) == 1 for v in color_word.values()), color_word
+    assert word_color["weights"] and word_color["KV"]  # shared between the panels
+    fig = ranked["fig"]
+    texts = [t.get_text() for t in fig.findobj(Text)]
+    assert not [t for t in texts if "overhead" in t]
 
 
 def test_title_names_hardware(ranked: dict[str, Any]) -> None:
-    title = ranked["fig"]._suptitle.get_text()
+    title = ranked["fig"].get_suptitle()
     assert ranked["hw"].id in title and ranked["hw"].name in title
 
 
