@@ -122,8 +122,8 @@ def _key(ax: Any, q: Query) -> None:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles: list[Artist] = [Line2D([], [], marker="*", color="0.3", markeredgecolor="black", markersize=12, linestyle="none",
-                      label="operating point (the ranked row)")]
+    handles: list[Artist] = [Line2D([], [], marker="*", color="0.3", markeredgecolor="black", markersize=12,
+                                    linestyle="none", label="operating point (the ranked row)")]
     if q.max_tpot_ms is not None:
         handles += [Patch(facecolor="0.5", alpha=0.25, label=f"beyond TPOT {q.max_tpot_ms:g} ms (dashed: the limit)")]
     if q.max_ttft_ms is not None:
