@@ -4,12 +4,14 @@ million output tokens costs in GPU-hours and energy there, and how many replicas
 - Users at the SLO: the largest concurrency whose predicted TPOT and TTFT are within the limits and whose users
   all run (none waits for KV room or a max_num_seqs slot). The ranking's sweep brackets it between two grid
   points; every integer between them is then predicted in one vectorised call (exact, no interpolation). The
-  binding limit is the one the next user would break: TPOT, TTFT, or "running" (the engine holds no more).
+  binding limit is the one the next user would break: TPOT, TTFT, or "running" (the engine holds no more); "none"
+  when every load of the grid is within the limits: the answer is then a lower bound, the grid's last load.
 - $/Mtok = price per GPU-hour x GPUs / (output tok/s x 3600) x 1e6, at the plan's operating point.
 - kWh/Mtok = board power x GPUs / output tok/s x 1e6 / 3.6e6: an upper bound, every GPU at its rated board
   power (the profile's `power_w`, sourced) for the whole time.
 - Replicas: a plan on fewer GPUs than the node runs node // GPUs times side by side (independent engines);
-  the node's throughput is that many times the plan's.
+  how they share the users is `decide/replicas.py`. Users at the SLO are one replica's: the replicas hold that many
+  times as many; $ and kWh count every replica's GPUs against their summed tok/s.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ JOULES_PER_KWH = 3.6e6
 class SloCapacity:
     users: int  # largest concurrency within the limits (0: not even one user)
     output_tok_s: float  # total output tok/s there (0 when users is 0)
-    binding: str  # "TPOT", "TTFT" or "running": what the next user breaks; "none up to N users" when none binds
+    binding: str  # "TPOT", "TTFT" or "running": what the next user breaks; "none" when none binds up to the grid's
+    # last load (`users` is then a lower bound)
 
 
 def over_limits(tpot_s: np.ndarray, ttft_s: np.ndarray, q: Query) -> tuple[np.ndarray, np.ndarray]:
@@ -48,7 +51,7 @@ def slo_capacity(sweep: Sweep, i: int, q: Query, case: Case, terms: Terms) -> Sl
     ok = (np.maximum(tp, tt) <= 1) & (o["running"][i, :, 0] >= grid)
     if ok.all():
         top = int(grid[-1])
-        return SloCapacity(top, float(o["output_tok_s"][i, -1, 0]), f"none up to {top:,} users")
+        return SloCapacity(top, float(o["output_tok_s"][i, -1, 0]), "none")
     first_bad = int(np.argmax(~ok))
     lo = int(grid[first_bad - 1]) if first_bad > 0 else 0
     hi = int(grid[first_bad])

@@ -44,14 +44,19 @@ TRTLLM_OPTIONS_FILE = "extra_llm_api_options.yaml"
 
 @dataclass(frozen=True)
 class ServeCommand:
-    """The deployment's commands, and notes on what it needs beyond them (empty when they are all it takes)."""
+    """The deployment's commands, and notes on what it needs beyond them (empty when they are all it takes).
+    `together`: the launches run at once from one shell on one node (replicas, then their router)."""
 
     launches: tuple[Launch, ...]
     notes: tuple[str, ...] = field(default=())
+    together: bool = False
 
     @property
     def command(self) -> str:
-        """Every command's pasteable line, one per line."""
+        """Every command's pasteable line, one per line; launches that run together: each but the last started
+        in the background (`&`), so that the whole text pastes as it is."""
+        if self.together:
+            return "\n".join([*(f"{launch.line} &" for launch in self.launches[:-1]), self.launches[-1].line])
         return "\n".join(launch.line for launch in self.launches)
 
 
@@ -68,9 +73,11 @@ class Serving:
     spec_tokens: int = 0  # MTP tokens drafted per step the prediction assumed (0: no speculation)
 
 
-def serve_command(s: Serving, hw: HardwareProfile, args: EngineArgs, cluster: Cluster | None = None) -> ServeCommand:
+def serve_command(s: Serving, hw: HardwareProfile, args: EngineArgs, cluster: Cluster | None = None,
+                  replicas: int = 1, budget: int | None = None) -> ServeCommand:
     """The engine command for `s` under the resolved engine arguments, every value that shaped the prediction
-    explicit, plus its notes; on a multi-node `cluster`, one launch per node (`decide/multinode.py`)."""
+    explicit, plus its notes; `replicas` copies of the plan on the node's `budget` GPUs (`decide/
+    replica_commands.py`); on a multi-node `cluster`, one launch per node (`decide/multinode.py`)."""
     quant, notes = quantization(args.engine, args.weight_dtype, s, hw)
     target, why = serve_target(s.model)
     if why:
@@ -92,6 +99,12 @@ def serve_command(s: Serving, hw: HardwareProfile, args: EngineArgs, cluster: Cl
 
         launches, more = multinode_launches(s.plan, args, cluster, argv, files, s.moe, env)
         return ServeCommand(launches, tuple(notes + more))
+    if replicas > 1:
+        from advisor.decide.replica_commands import replica_gpus, replica_launches
+
+        groups = replica_gpus(hw, s.plan.gpus, replicas, budget or hw.topology.num_gpus)
+        launches, more = replica_launches(args.engine, s.moe, s.plan.pp, s.plan.dp, argv, files, groups, hw)
+        return ServeCommand(launches, tuple(notes + more), together=len(launches) > 1)
     return ServeCommand((Launch("server", 0, gpus, tuple(argv), env, files),), tuple(notes))
 
 

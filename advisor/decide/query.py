@@ -36,7 +36,7 @@ class Query(BaseModel):
 
     def describe(self) -> str:
         """What the score measures, for table titles."""
-        return {"latency": "single-user tok/s", "throughput": f"total tok/s at {self.concurrency} users",
-                "goodput": "total tok/s within the limits",
+        return {"latency": "single-user tok/s (load: 1 user)", "throughput": f"total tok/s at {self.concurrency} users",
+                "goodput": f"total tok/s within the limits, up to {self.concurrency} users",
                 "best-under-slo": f"quality ({self.quality_scale}) among models within {self.limits()} at "
                                   f"{self.concurrency} users"}[self.objective]

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from advisor.cost.prediction import Prediction
 from advisor.cost.sweep import Sweep
 from advisor.decide.query import Query
+from advisor.decide.replicas import Deployment
 
 
 class RankedPlan(Prediction):
@@ -36,8 +37,14 @@ class RankedPlan(Prediction):
     gpu_hour_price: float | None = None  # USD per GPU-hour of this row's box (--gpu-hour-price)
     usd_per_mtok: float | None = None  # with --gpu-hour-price
     kwh_per_mtok: float | None = None  # upper bound: every GPU at its rated board power
-    replicas: int = 1  # copies of the plan the node holds side by side
-    node_output_tok_s: float | None = None  # replicas x the plan's tok/s at the operating point
+    replicas: int = 1  # copies of the plan the budget holds side by side (`deployment` says how they serve)
+    node_output_tok_s: float | None = None  # every replica's tok/s summed at the operating point
+    # the deployment at the scored load: replicas, GPUs, users in all and per replica, summed tok/s and running
+    # sequences (the prediction fields above are its busiest replica's); `decide/replicas.py`
+    deployment: Deployment | None = None
+    # with --speculative: the MTP assumption (drafts, acceptance and its source, TPOT without it), or why none
+    # was applied
+    speculation: str | None = None
     # quality on the query's one scale (published, sourced; or the user's own evals); None: unknown
     quality: float | None = None
     quality_benchmark: str | None = None
@@ -68,6 +75,7 @@ class Ranking:
     query: Query
     verdict: str | None = None  # when no plan meets the query's limits: that, and the closest plan
     comparison: str | None = None  # how #1 beats #2, by the computed difference that matters most
+    order: str | None = None  # what the rows are ordered by when it is not the query's score ($/Mtok across boxes)
 
     def best_and_others(self) -> list[tuple[str, int, bool]]:
         """(model, case index in the sweep, is the ranked plan) for each ranked model's runnable plans, ranked
