@@ -3,6 +3,7 @@ top rows only, each in its own style, one word per meaning; files are valid."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import xml.etree.ElementTree as ET
 from dataclasses import replace
@@ -229,3 +230,30 @@ def test_cli_rejects_other_extension(tmp_path: Path) -> None:
     assert len(r.stderr.strip().splitlines()) == 1 and "--plot" in r.stderr
     assert "Traceback" not in r.stderr
     assert not (tmp_path / "x.txt").exists()
+
+
+def test_a_row_ranked_with_mtp_is_starred_where_mtp_puts_it(advisor, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--speculative auto` keeps MTP for DeepSeek-V3 at one user on H200 (docs/capacity.md) while the ranking's
+    sweep holds the plan without drafts: the star is the row's own point, the curve (without MTP) dashed, and the
+    label says which is which."""
+    from matplotlib.figure import Figure
+
+    seen: list[Any] = []
+    original = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: (seen.append(self), original(self, *a, **k)))
+    r = advisor("rank", "deepseek-ai/DeepSeek-V3", "--hw", "h200-sxm", "--speculative", "auto", "--plot",
+                str(tmp_path / "mtp.png"), "--json")
+    assert r.code == 0, r.err
+    (d,) = [d for d in json.loads(r.out) if d["rank"]]
+    assert d["spec_tokens"] == 1
+    (fig,) = seen
+    ax = fig.axes[0]
+    (curve,) = [ln for ln in ax.get_lines() if ln.get_label() == "_#1 DeepSeek-V3"]
+    (star,) = [ln for ln in ax.get_lines() if ln.get_label() == "_#1 DeepSeek-V3 operating point"]
+    assert curve.get_linestyle() == "--"
+    assert (star.get_xdata()[0], star.get_ydata()[0]) == pytest.approx((d["per_user_tok_s"], d["output_tok_s"]),
+                                                                      rel=1e-12)
+    assert star.get_xdata()[0] > curve.get_xdata()[0] * 1.2  # MTP: faster per user than the plan without it
+    assert [t.get_text() for t in ax.texts] == ["#1 DeepSeek-V3 (MTP k=1; dashed: without)"]
+    assert layout_problems(fig) == []

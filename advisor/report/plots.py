@@ -80,24 +80,14 @@ def _throughput_panel(ax: Any, ranking: Ranking, rows: Sequence[RankedPlan], nam
     assert sweep is not None
     labels, marks = [], []
     for j, (d, name) in enumerate(zip(rows, names, strict=True)):
-        color, marker = style(j)
-        i = _case(ranking, d)
-        x, y = sweep.series("per_user_tok_s", i), sweep.series("output_tok_s", i)
-        marks += list(zip(x.tolist(), y.tolist(), strict=True))
-        ax.plot(x, y, "-", color=color, linewidth=1.5, label=f"_{name}", zorder=3)
-        within = np.ones(x.size, bool) if q.max_ttft_ms is None else sweep.series("ttft_s", i) * 1e3 <= q.max_ttft_ms
-        ax.plot(x[within], y[within], marker, color=color, markersize=4, linestyle="none", zorder=3,
-                label=f"{name} ({d.plan.label})")
-        ax.plot(x[~within], y[~within], marker, color=color, markerfacecolor="white", markersize=4,
-                linestyle="none", zorder=3, label=f"_{name} beyond TTFT")
-        assert d.per_user_tok_s is not None and d.output_tok_s is not None
-        ax.plot([d.per_user_tok_s], [d.output_tok_s], "*", color=color, markersize=15, markeredgecolor="black",
-                zorder=5, label=f"_{name} operating point")
-        labels.append(Label(d.per_user_tok_s, d.output_tok_s, name, color))
+        label, points = _curve(ax, ranking, d, name, j)
+        labels.append(label)
+        marks += points
     grid = sweep.concurrency
     ax.set_xscale("log")
     ax.set_yscale("log")
     xs = np.concatenate([sweep.series("per_user_tok_s", _case(ranking, d)) for d in rows])
+    xs = np.concatenate([xs, [d.per_user_tok_s or np.nan for d in rows]])  # an MTP row's star is off its curve
     lo, hi = float(np.nanmin(xs)), float(np.nanmax(xs))
     if q.max_tpot_ms is not None:  # TPOT <= limit  <=>  per-user tok/s >= 1000 / limit
         edge = 1000 / q.max_tpot_ms
@@ -114,6 +104,29 @@ def _throughput_panel(ax: Any, ranking: Ranking, rows: Sequence[RankedPlan], nam
     ax.grid(True, which="both", alpha=0.3)
     _key(ax, q)
     return labels, marks
+
+
+def _curve(ax: Any, ranking: Ranking, d: RankedPlan, name: str, j: int
+           ) -> tuple[Label, list[tuple[float, float]]]:
+    """Row j's plan over the grid in its style (hollow beyond the TTFT limit), its operating point starred. A row
+    ranked with MTP drafts (`--speculative auto`) is starred where MTP puts it while the ranking's sweep has the plan
+    without them: its curve is dashed and its label says so. Returns the star's label and the curve's points."""
+    sweep, q = ranking.sweep, ranking.query
+    assert sweep is not None and d.per_user_tok_s is not None and d.output_tok_s is not None
+    color, marker = style(j)
+    i = _case(ranking, d)
+    without = bool(d.spec_tokens) and not sweep.cases[i].args.speculative
+    x, y = sweep.series("per_user_tok_s", i), sweep.series("output_tok_s", i)
+    ax.plot(x, y, "--" if without else "-", color=color, linewidth=1.5, label=f"_{name}", zorder=3)
+    within = np.ones(x.size, bool) if q.max_ttft_ms is None else sweep.series("ttft_s", i) * 1e3 <= q.max_ttft_ms
+    ax.plot(x[within], y[within], marker, color=color, markersize=4, linestyle="none", zorder=3,
+            label=f"{name} ({d.plan.label})")
+    ax.plot(x[~within], y[~within], marker, color=color, markerfacecolor="white", markersize=4,
+            linestyle="none", zorder=3, label=f"_{name} beyond TTFT")
+    ax.plot([d.per_user_tok_s], [d.output_tok_s], "*", color=color, markersize=15, markeredgecolor="black",
+            zorder=5, label=f"_{name} operating point")
+    text = f"{name} (MTP k={d.spec_tokens}; dashed: without)" if without else name
+    return Label(d.per_user_tok_s, d.output_tok_s, text, color), list(zip(x.tolist(), y.tolist(), strict=True))
 
 
 def _key(ax: Any, q: Query) -> None:
