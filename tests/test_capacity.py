@@ -90,7 +90,8 @@ def test_cost_and_energy_per_million_tokens_by_closed_form(advisor) -> None:
     out = advisor("rank", MINIMAX, KIMI, "--max-tpot-ms", "50", "--gpu-hour-price", "2").out
     flat = " ".join(out.split())
     for d in rows:
-        assert f"{d['max_users_at_slo']:,} users within TPOT <= 50 ms" in flat
+        each = " on each replica" if d["replicas"] > 1 else ""  # users at the SLO are one replica's
+        assert f"{d['max_users_at_slo']:,} users{each} within TPOT <= 50 ms" in flat
         assert f"${d['usd_per_mtok']:,.2f} per million output tokens there at $2/GPU-hour" in flat
         assert f"{d['kwh_per_mtok']:,.2f} kWh per million output tokens (upper bound" in flat
 

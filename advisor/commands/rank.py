@@ -14,10 +14,15 @@ if TYPE_CHECKING:
     from advisor.quality.facts import Quality
 
 
-ObjectiveOpt = Annotated[str, typer.Option(
-    "--objective", help="latency (one user's tok/s), throughput (total tok/s at --concurrency), goodput "
-                        "(total tok/s within --max-tpot-ms/--max-ttft-ms, up to --concurrency users) or "
-                        "best-under-slo (the highest-quality model within the targets at --concurrency users).")]
+ObjectiveOpt = Annotated[str | None, typer.Option(
+    "--objective", show_default=False,
+    help="latency (one user's tok/s; the default), throughput (total tok/s at --concurrency; the default when "
+         "--concurrency is given), goodput (total tok/s within --max-tpot-ms/--max-ttft-ms, up to --concurrency "
+         "users) or best-under-slo (the highest-quality model within the targets at --concurrency users).")]
+RankConcurrency = Annotated[int | None, typer.Option(
+    "--concurrency", min=1, show_default=False,
+    help="Concurrent users (closed loop) of the whole deployment; alone, it ranks throughput at that load (default "
+         "64 for throughput, goodput and best-under-slo; latency is one user).")]
 MaxTpot = Annotated[float | None, typer.Option(
     "--max-tpot-ms", min=0.001, help="TPOT target (ms): each plan's most users within it (and goodput's limit).")]
 MaxTtft = Annotated[float | None, typer.Option(
@@ -38,8 +43,8 @@ PlotOpt = Annotated[str | None, typer.Option("--plot", help="Write a PNG/SVG fig
 
 
 def rank(
-    models: opt.Models = None, objective: ObjectiveOpt = "latency",
-    concurrency: opt.Concurrency = opt.DEFAULT_CONCURRENCY, input_len: opt.InputLen = opt.DEFAULT_INPUT_LEN,
+    models: opt.Models = None, objective: ObjectiveOpt = None,
+    concurrency: RankConcurrency = None, input_len: opt.InputLen = opt.DEFAULT_INPUT_LEN,
     output_len: opt.OutputLen = opt.DEFAULT_OUTPUT_LEN, max_tpot_ms: MaxTpot = None, max_ttft_ms: MaxTtft = None,
     gpu_hour_price: GpuHourPrice = None, quality: QualityOpt = None, quality_file: QualityFile = None,
     min_quality: MinQuality = None, all_plans: AllPlans = False,
@@ -64,6 +69,7 @@ def rank(
     from advisor.report.sink import emit
     from advisor.report.tables import rank_table
 
+    objective, concurrency = _load(objective, concurrency)
     own, scale, label = _scale(quality, quality_file)
     q = Query(**_query(objective, concurrency, input_len, output_len, max_tpot_ms, max_ttft_ms), quality_scale=label,
               min_quality=min_quality)
@@ -99,6 +105,20 @@ def rank(
         return
     emit([*ranking.rows, *ranking.unranked], json_out,
          lambda _: rank_table(ranking, profiles[-1], boxes=len(boxes) > 1))
+
+
+def _load(objective: str | None, concurrency: int | None) -> tuple[str, int]:
+    """The objective and the load: --concurrency alone ranks throughput at that load (a load was asked for, and
+    throughput is the objective that ranks at one without targets); no flag, one user's speed; --objective latency
+    with --concurrency says on stderr that latency is one user's speed and the load is not used."""
+    from advisor.report.sink import warn
+
+    if objective == "latency" and concurrency is not None:
+        warn(f"--concurrency {concurrency}: not used by --objective latency, which ranks one user's speed; "
+             "--objective throughput ranks at that load")
+    if objective is None:
+        objective = "latency" if concurrency is None else "throughput"
+    return objective, concurrency if concurrency is not None else opt.DEFAULT_CONCURRENCY
 
 
 def _query(objective: str, concurrency: int, input_len: int, output_len: int, max_tpot_ms: float | None,
