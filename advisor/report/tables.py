@@ -10,6 +10,7 @@ from rich.text import Text
 
 from advisor.calibrate.provenance import calibration_line
 from advisor.decide.explain import prefill_note
+from advisor.decide.replicas import whole
 from advisor.hardware import HardwareProfile
 from advisor.report.fitwidth import Col, fitted_table, print_line, say_dropped
 from advisor.report.units import billions, gb, gib, kib
@@ -147,14 +148,15 @@ def rank_table(ranking: Ranking, hw: HardwareProfile, boxes: bool = False) -> No
               f"{d.workload.concurrency:,}", f"{d.ttft_ms:,.0f}",
               f"{d.tpot_ms:,.1f}", f"{d.per_user_tok_s:,.0f} / {d.output_tok_s:,.0f}", _count(d.kv_cache_tokens),
               str(d.collectives_per_step), f"{(d.allreduce_bytes_per_token or 0) / 1e6:.2f}", d.bottleneck or ""]
-             for d in rows]
+             for d in map(whole, rows)]
     cells += [["-", u.model, *["-"] * 9, "does not run" if u.found else "not found"] for u in tail]
     where = "several boxes" if boxes else hw.name
-    title = (f"Ranked by {q.describe()} on {where} ({q.input_len:,} in / {q.output_len:,} out); quality: "
-             f"{q.quality_scale}")
+    title = (f"Ranked by {ranking.order or q.describe()} on {where} ({q.input_len:,} in / {q.output_len:,} out); "
+             f"quality: {q.quality_scale}")
     # quality is what best-under-slo ranks on: kept before the speed columns there
     cols = tuple(Col(c.header, 9, c.fold, c.right) if c.header == "quality" and q.objective == "best-under-slo"
                  else c for c in RANK_COLS)
+    cols, cells, _ = targets_column(q, rows, cols, cells, cells)
     table, dropped = fitted_table(console, title, cols, cells)
     console.print(table)
     say_dropped(console, dropped)
@@ -164,6 +166,8 @@ def rank_table(ranking: Ranking, hw: HardwareProfile, boxes: bool = False) -> No
         capacity = capacity_line(d, q, load_profile(d.hardware) if boxes else hw)
         if capacity:
             console.print(Text(f"   capacity: {capacity}"))
+        if d.speculation:
+            console.print(Text(f"   speculation: {d.speculation}"))
         for note in d.constraints:
             console.print(Text(f"   - {note}"))
         if d.meets or d is rows[0]:
@@ -196,9 +200,12 @@ def capacity_line(d: RankedPlan, q: Query, hw: HardwareProfile) -> str:
             parts.append(f"not one user within {q.limits()} ({d.binding_limit} binds)")
         else:
             bind = {"TPOT": "TPOT binds", "TTFT": "TTFT binds",
-                    "running": "the engine runs no more at once: the next user waits"}.get(d.binding_limit or "",
-                                                                                        d.binding_limit or "")
-            parts.append(f"{d.max_users_at_slo:,} users within {q.limits()} ({bind}), "
+                    "running": "the engine runs no more at once: the next user waits",
+                    "none": f"none binds up to {d.max_users_at_slo:,} users, the largest load evaluated"}.get(
+                d.binding_limit or "", d.binding_limit or "")
+            least = "at least " if d.binding_limit == "none" else ""
+            each = " on each replica" if d.replicas > 1 else ""
+            parts.append(f"{least}{d.max_users_at_slo:,} users{each} within {q.limits()} ({bind}), "
                          f"{d.output_tok_s_at_slo or 0:,.0f} tok/s there")
     where = "there" if d.max_users_at_slo and q.objective == "latency" else "at this workload"
     if d.usd_per_mtok is not None:
@@ -210,6 +217,18 @@ def capacity_line(d: RankedPlan, q: Query, hw: HardwareProfile) -> str:
         where = f"the {d.cluster.nodes} nodes" if d.cluster else "the node"
         parts.append(f"{d.replicas} replicas of {d.plan.label} fit {where}: {d.node_output_tok_s:,.0f} tok/s in all")
     return "; ".join(parts)
+
+
+def targets_column(q: Query, rows: tuple[RankedPlan, ...], cols: tuple[Col, ...], cells: list[list[str]],
+                   compact: list[list[str]]) -> tuple[tuple[Col, ...], list[list[str]], list[list[str]]]:
+    """goodput and best-under-slo: a column after the users saying whether each row meets the targets."""
+    if q.objective not in ("goodput", "best-under-slo"):
+        return cols, cells, compact
+    j = [c.header for c in cols].index("users") + 1
+    marks = ["yes" if d.meets else "no" for d in rows] + ["-"] * (len(cells) - len(rows))
+    cols = (*cols[:j], Col("meets targets", 9, right=True), *cols[j:])
+    wide, narrow = ([[*r[:j], m, *r[j:]] for r, m in zip(grid, marks, strict=True)] for grid in (cells, compact))
+    return cols, wide, narrow
 
 
 def _count(n: float) -> str:
