@@ -164,3 +164,22 @@ def test_sglang_worker_across_nodes_runs_one_process_per_node(advisor: Any, tmp_
         assert a[:3] == ["python3", "-m", "dynamo.sglang"] and a[a.index("--disaggregation-mode") + 1] == "decode"
         assert a[a.index("--nnodes") + 1] == "2" and a[a.index("--node-rank") + 1] == str(rank)
         assert a[a.index("--dist-init-addr") + 1] == "NODE2_IP:5000"
+
+
+def test_vllm_worker_across_nodes_runs_one_process_per_dp_rank(advisor: Any, tmp_path: Path) -> None:
+    """vLLM under Dynamo: a DP8 worker over two 4-GPU trays is eight `dynamo.vllm` processes, one per DP rank on its
+    own GPU, all pointing at the worker's first tray (`--data-parallel-address`), each with its NIXL port."""
+    doc = predict(advisor, "deepseek-ai/DeepSeek-V3", "--hw", "gb200", "--nodes", "4", "--prefill-dp", "8",
+                  "--prefill-ep", "8", "--decode-dp", "8", "--decode-ep", "8")
+    cmds = doc["commands"]
+    check_pasted(paste(tmp_path, cmds), cmds)
+    pre = [c for c in cmds if c["role"] == "prefill"]
+    assert [c["node"] for c in pre] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert [c["env"]["CUDA_VISIBLE_DEVICES"] for c in pre] == ["0", "1", "2", "3"] * 2
+    for rank, c in enumerate(pre):
+        a = c["argv"]
+        assert a[:5] == ["python3", "-m", "dynamo.vllm", "--model", "deepseek-ai/DeepSeek-V3"]
+        assert a[a.index("--data-parallel-size") + 1] == "8" and a[a.index("--data-parallel-rank") + 1] == str(rank)
+        assert a[a.index("--data-parallel-address") + 1] == "NODE0_IP"
+        assert json.loads(a[a.index("--kv-transfer-config") + 1])["kv_role"] == "kv_both"
+    assert len({c["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] for c in cmds if c["role"] != "router"}) == 16
