@@ -175,7 +175,8 @@ def measurement_defaults(**given: Any) -> dict[str, Any]:
 ModeOpt = Annotated[str, typer.Option(
     "--mode", help="agg: one pool serves prefill and decode (the plans as before); disagg: x prefill workers and y "
                    "decode workers joined by a KV-cache transfer; auto: both, the one serving more output tok/s "
-                   "on the GPUs within --max-tpot-ms/--max-ttft-ms wins.")]
+                   "on the GPUs within --max-tpot-ms/--max-ttft-ms wins (each serves the most users within them: "
+                   "--concurrency is not used).")]
 
 
 def _pool(side: str, what: str, help_: str) -> Any:
