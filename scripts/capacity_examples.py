@@ -31,8 +31,8 @@ def ranked(*args: str) -> list[dict[str, Any]]:
 def slo_and_cost() -> list[str]:
     cmd = (MINIMAX, KIMI, "--max-tpot-ms", "50", "--gpu-hour-price", "2")
     lines = [f"`advisor rank {' '.join(cmd)}` (the price is the example's input):", "",
-             "| model | plan | users within TPOT <= 50 ms | binds | tok/s there | $/Mtok at $2/GPU-h | kWh/Mtok (at "
-             "board power) | replicas on the node |", "|---|---|---:|---|---:|---:|---:|---|"]
+             "| model | plan | users within TPOT <= 50 ms (one replica) | binds | tok/s there | $/Mtok at $2/GPU-h | "
+             "kWh/Mtok (at board power) | replicas on the node |", "|---|---|---:|---|---:|---:|---:|---|"]
     for d in ranked(*cmd):
         reps = f"{d['replicas']} ({d['node_output_tok_s']:,.0f} tok/s)" if d["replicas"] > 1 else "1"
         lines.append(f"| {d['model']} | {d['plan']['label']} | {d['max_users_at_slo']:,} | {d['binding_limit']} | "
@@ -49,8 +49,10 @@ def boxes() -> list[str]:
              "| $/Mtok there |", "|---:|---|---|---:|---:|---:|---:|"]
     for d in ranked(*cmd):
         usd = f"{d['usd_per_mtok']:.2f}" if d["usd_per_mtok"] is not None else "-"
-        lines.append(f"| {d['rank']} | {d['hardware']} | {d['plan']['label']} | {d['max_users_at_slo']:,} | "
-                     f"{d['output_tok_s']:,.0f} | {d['workload']['concurrency']:,} | {usd} |")
+        dep = d["deployment"]  # replicas of a plan smaller than the box serve the users together
+        plan = d["plan"]["label"] if dep["replicas"] == 1 else f"{dep['replicas']} x {d['plan']['label']}"
+        lines.append(f"| {d['rank']} | {d['hardware']} | {plan} | {d['max_users_at_slo']:,} | "
+                     f"{dep['output_tok_s']:,.0f} | {dep['users']:,} | {usd} |")
     return lines
 
 

@@ -37,8 +37,10 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
             continue
         qual = "unknown" if d["quality"] is None else f"{d['quality']:g}" + (
             f" ±{d['quality_ci95']:g}" if d["quality_ci95"] else "")
-        out.append(f"| {d['rank']} | {d['model']} | {qual} | {d['plan']['label']} | {'yes' if d['meets'] else 'no'} "
-                   f"| {d['output_tok_s']:,.0f} |")
+        dep = d["deployment"]  # replicas of a plan smaller than the box serve the users together
+        plan = d["plan"]["label"] if dep["replicas"] == 1 else f"{dep['replicas']} x {d['plan']['label']}"
+        out.append(f"| {d['rank']} | {d['model']} | {qual} | {plan} | {'yes' if d['meets'] else 'no'} "
+                   f"| {dep['output_tok_s']:,.0f} |")
     return out
 
 

@@ -51,7 +51,10 @@ def test_the_best_model_within_the_target_worked_out_by_hand(advisor) -> None:
     expected = max((m for m in models if ok[m] and quality[m] is not None), key=lambda m: quality[m])
     rows = [d for d in _rank(advisor, *models, "--objective", "best-under-slo", "--max-tpot-ms", "50",
                              "--concurrency", "16") if d["rank"]]
-    assert rows[0]["model"] == expected and rows[0]["meets"]
+    # a re-upload scored as its original ties it on quality: the tie goes to the faster deployment
+    tied = [d for d in rows if d["meets"] and d["quality"] == quality[expected]]
+    assert rows[0]["model"] in {m for m in models if ok[m] and quality[m] == quality[expected]} and rows[0]["meets"]
+    assert rows[0]["score"] == max(d["score"] for d in tied)
     meeting = [d for d in rows if d["meets"]]
     assert {d["model"] for d in meeting} == {m for m in models if ok[m]}
     assert [d["quality"] for d in meeting] == sorted((d["quality"] for d in meeting), reverse=True)
@@ -154,5 +157,6 @@ def test_readme_quality_block_is_current(advisor) -> None:
     rows = [d for d in _rank(advisor, MINIMAX, KIMI, KIMI_FP4, "--objective", "best-under-slo", "--max-tpot-ms",
                              "50", "--concurrency", "16") if d["rank"]]
     for d in rows:
-        assert f"| {d['rank']} | {d['model']} | " in block and f"| {d['output_tok_s']:,.0f} |" in block
+        tok = d["deployment"]["output_tok_s"]  # every replica's
+        assert f"| {d['rank']} | {d['model']} | " in block and f"| {tok:,.0f} |" in block
     assert (REPO / "docs" / "quality_catalog.png").read_bytes()[:4] == b"\x89PNG"
