@@ -13,7 +13,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from advisor.report.figfile import layout_problems
-from scripts.doc_figures import DOCS, FIGURES, command
+from scripts.doc_figures import CASE, DOCS, FIGURES, command
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -70,7 +70,9 @@ def test_the_check_finds_what_leaves_the_canvas_and_what_collides() -> None:
     ax.text(0.2, 0.5, "here too")
     ax.legend(handles=ax.plot([0, 1], [0, 1], label="a legend")[:1], loc="upper left", bbox_to_anchor=(1.5, 1))
     ax.set_title("a title much too long for a figure four inches wide, which runs off both sides of it")
+    ax.set_xlabel("$ per million at $2")
     problems = layout_problems(fig)
+    assert any("'$ per million at $2' reads as mathtext" in p for p in problems), problems
     assert any("tick labels 'a long tick label' and 'another long one' overlap" in p for p in problems), problems
     assert any("'here' and 'here too' overlap" in p for p in problems), problems
     assert any("legend leaves the canvas" in p for p in problems), problems
@@ -81,3 +83,13 @@ def test_the_check_finds_what_leaves_the_canvas_and_what_collides() -> None:
     ax.set_title("a title")
     ax.legend()
     assert layout_problems(fine) == []
+
+
+def test_the_priced_quality_figure_reads(advisor, drawn: list[Any], tmp_path: Path) -> None:
+    """Its axis names a price in dollars: escaped, it is not set as mathtext."""
+    r = advisor("rank", *CASE, "--objective", "best-under-slo", "--max-tpot-ms", "50", "--concurrency", "16",
+                "--gpu-hour-price", "2", "--plot", str(tmp_path / "q.png"))
+    assert r.code == 0, r.err
+    (fig,) = drawn
+    assert fig.axes[0].get_xlabel().startswith("\\$ per million output tokens at \\$2/GPU-hour")
+    assert layout_problems(fig) == []

@@ -29,8 +29,11 @@ def save(fig: Any, path: str | os.PathLike[str]) -> None:
 def layout_problems(fig: Any, tolerance_px: float = 1.0) -> list[str]:
     """What of the figure would not read, drawn on matplotlib's Agg renderer: every text (titles, labels, tick
     labels, annotations), legend and axes whose extent leaves the figure's canvas; two tick labels of one axis that
-    overlap; two texts of one axes (direct labels) that overlap each other or the axes' legend. Empty: none."""
+    overlap; two texts of one axes (direct labels) that overlap each other or the axes' legend; a text that two
+    unescaped `$` turn into mathtext (a price). Empty: none."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.cbook import is_math_text
+    from matplotlib.text import Text
 
     from advisor.report.labels import text_box
 
@@ -48,6 +51,9 @@ def layout_problems(fig: Any, tolerance_px: float = 1.0) -> list[str]:
     for t in fig.texts:
         if t.get_visible() and t.get_text():
             check(f"figure text {t.get_text()!r}", t.get_window_extent(renderer))
+    words = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text()]
+    out += [f"text {t.get_text()!r} reads as mathtext (two unescaped $)" for t in words
+            if is_math_text(t.get_text()) and "\\mathdefault" not in t.get_text()]
     for leg in fig.legends:
         check("figure legend", leg.get_window_extent(renderer))
     for n, ax in enumerate(fig.axes):

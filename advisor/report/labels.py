@@ -13,7 +13,7 @@ from typing import Any
 
 # Offsets tried around a point (points; x right, y up), nearest ring first: right, above, left, below, diagonals.
 DIRECTIONS = ((1, 0.3), (1, -0.9), (-1, 0.3), (-1, -0.9), (0, 1), (0, -1.6), (1, 1), (-1, 1), (1, -1.6), (-1, -1.6))
-RINGS = (7.0, 16.0, 28.0, 42.0, 60.0)
+RINGS = (7.0, 16.0, 28.0, 42.0, 60.0, 85.0, 115.0)
 POINT_PX = 5.0  # half the side of the box kept clear around every labelled point (pixels)
 
 
@@ -37,12 +37,13 @@ def freeze_layout(fig: Any) -> Any:
 
 def place(ax: Any, labels: Sequence[Label], renderer: Any, fontsize: str = "small",
           avoid: Sequence[tuple[float, float]] = ()) -> list[Any]:
-    """Annotate every label in the axes, clear of the other labels' points and, where it can, of the `avoid` points
-    (data coordinates: the curves' markers); return the annotations."""
+    """Annotate every label in the axes, clear of the other labels, their points and the axes' legend and, where it
+    can, of the `avoid` points (data coordinates: the curves' markers); return the annotations."""
     inside = ax.get_window_extent(renderer)
     points = [_point_box(ax, lb.x, lb.y) for lb in labels]
     marks = [_point_box(ax, x, y) for x, y in avoid]
-    taken: list[Any] = []
+    legend = ax.get_legend()
+    taken: list[Any] = [legend.get_window_extent(renderer)] if legend is not None else []  # kept clear like a label
     out = []
     for j, lb in enumerate(labels):
         others = [b for k, b in enumerate(points) if k != j]

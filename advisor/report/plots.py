@@ -95,6 +95,9 @@ def _throughput_panel(ax: Any, ranking: Ranking, rows: Sequence[RankedPlan], nam
         ax.axvline(edge, color="black", linestyle="--", linewidth=1, label=f"_TPOT {q.max_tpot_ms:g} ms")
         ax.axvspan(lo / 1.3, edge, color="0.5", alpha=0.12, linewidth=0, label=f"_beyond TPOT {q.max_tpot_ms:g} ms")
     ax.set_xlim(lo / 1.3, hi * 1.3)
+    ys = np.concatenate([sweep.series("output_tok_s", _case(ranking, d)) for d in rows])
+    ys = np.concatenate([ys, [d.output_tok_s or np.nan for d in rows]])
+    ax.set_ylim(float(np.nanmin(ys)) / 2.5, float(np.nanmax(ys)) * 1.6)  # room for the labels below and above
     plain_log_axis(ax.xaxis)
     plain_log_axis(ax.yaxis)
     ax.set_xlabel("per-user speed (tok/s per user = 1000 / TPOT ms)")
@@ -142,7 +145,7 @@ def _key(ax: Any, q: Query) -> None:
     if q.max_ttft_ms is not None:
         handles += [Line2D([], [], marker="o", color="0.3", markerfacecolor="white", linestyle="none",
                            label=f"hollow: beyond TTFT {q.max_ttft_ms:g} ms")]
-    ax.legend(handles=handles, fontsize="small", loc="lower left")
+    ax.legend(handles=handles, fontsize="small", loc="best")
 
 
 def _case(ranking: Ranking, d: RankedPlan) -> int:

@@ -53,7 +53,7 @@ def quality_figure(ranking: Ranking, hw: HardwareProfile) -> Any:
     ax.set_xscale("log")
     _limits(ax, xs, ys)
     plain_log_axis(ax.xaxis)
-    ax.set_xlabel(f"$ per million output tokens at ${q.gpu_hour_price:g}/GPU-hour (left: cheaper)" if priced
+    ax.set_xlabel(f"\\$ per million output tokens at \\${q.gpu_hour_price:g}/GPU-hour (left: cheaper)" if priced
                   else f"total output tok/s at {q.concurrency:,} users")
     ax.set_ylabel(f"quality: {q.quality_scale}")
     ax.set_title(f"{hw.id}: quality vs {'cost' if priced else 'throughput'} within {q.limits()} at "
