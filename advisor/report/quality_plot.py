@@ -31,7 +31,9 @@ def quality_figure(ranking: Ranking, hw: HardwareProfile) -> Any:
     known = [d for d in rows if d.quality is not None]
     unknown = [d.model for d in rows if d.quality is None] + [u.model for u in ranking.unranked]
     priced = all(d.usd_per_mtok is not None for d in known) and bool(known)
-    xs = np.array([d.usd_per_mtok if priced else d.output_tok_s for d in known], float)
+    # the whole deployment's tok/s (replicas of a plan smaller than the box summed), as the ranking scored it
+    xs = np.array([d.usd_per_mtok if priced else d.deployment.output_tok_s if d.deployment else d.output_tok_s
+                   for d in known], float)
     ys = np.array([d.quality for d in known], float)
     front = pareto_mask(-xs if priced else xs, ys) & np.array([d.meets for d in known], bool) if known \
         else np.zeros(0, bool)
