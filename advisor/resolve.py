@@ -40,6 +40,8 @@ def resolve(ref: str) -> Resolved:
         arch, source = from_local(ref, path)
         return Resolved(ref=ref, arch=arch, source=source)
     repo, revision = split_revision(ref)
+    if "@" in ref and revision is None:
+        raise AdvisorError(f"{ref}: nothing after @: give a revision (branch, tag or commit) or drop the @")
     if looks_like_path(ref):
         raise NotFound(f"{ref}: no such file or directory")
     if not is_repo_id(repo):

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import BENCH, CASE_STUDY, cli
+from conftest import BENCH, CASE_STUDY, assert_one_line, cli
 
 REPO = Path(__file__).resolve().parents[1]
 METRICS = {"ttft_ms", "tpot_ms", "output_tok_s"}
@@ -69,13 +69,16 @@ def test_check_rejected_and_unpredictable_rows_carry_reasons(tmp_path: Path) -> 
     f = tmp_path / "m.csv"
     f.write_text("model,hardware,engine,tp,concurrency,input_len,output_len,tpot_ms\n"
                  "MiniMaxAI/MiniMax-M2.5,rtx-pro-6000-server,vllm,2,1,1024,256,12\n"  # does not fit at TP2
-                 "MiniMaxAI/MiniMax-M2.5,rtx-pro-6000-server,vllm,x,1,1024,256,12\n")  # rejected: tp not a number
+                 "MiniMaxAI/MiniMax-M2.5,rtx-pro-6000-server,vllm,x,1,1024,256,12\n"  # rejected: tp not a number
+                 "MiniMaxAI/MiniMax-M2.5,rtx-pro-6000-server,vllm,4,1,1024,256,12\n")  # predicted
     r = _cli("check", str(f), "--json")
     assert r.returncode == 0, r.stderr
-    rows = json.loads(r.stdout)["rows"]
-    assert len(rows) == 2 and all(row["predicted"] is None for row in rows)
+    doc = json.loads(r.stdout)
+    rows = doc["rows"]
+    assert len(rows) == 3 and [row["predicted"] is None for row in rows] == [True, False, True]  # rejected last
     assert "cannot run" in rows[0]["reason"]
-    assert rows[1]["reason"].startswith("rejected:") and "tp" in rows[1]["reason"]
+    assert rows[2]["reason"].startswith("rejected:") and "tp" in rows[2]["reason"]
+    assert doc["unpredicted"] == {rows[0]["reason"]: 1, rows[2]["reason"]: 1}
 
 
 def test_check_human_output_has_table_and_summary() -> None:
@@ -126,8 +129,8 @@ def test_condition_flags_fill_what_a_vllm_bench_json_lacks(tmp_path: Path) -> No
         raw.pop(key)
     bare = tmp_path / "bench.json"
     bare.write_text(json.dumps(raw))
-    without = json.loads(_cli("check", str(bare), "--json").stdout)
-    assert without["rows"][0]["predicted"] is None and "hardware" in without["rows"][0]["reason"]
+    without = _cli("check", str(bare), "--json")  # its one row cannot be checked: exit 2, the reason in one line
+    assert without.returncode == 2 and without.stdout == "" and "lacks hardware and plan" in without.stderr
     done = _cli("check", str(bare), "--json", "--hw", "rtx-pro-6000-server", "--tp", "4")
     row = json.loads(done.stdout)["rows"][0]
     assert row["input"]["hardware"] == "rtx-pro-6000-server" and row["input"]["tp"] == 4
@@ -164,17 +167,17 @@ def test_a_bench_json_without_hardware_and_plan_says_pass_hw_and_tp(advisor, tmp
         raw.pop(key)
     bare = tmp_path / "bench.json"
     bare.write_text(json.dumps(raw))
-    r = advisor("check", str(bare))
-    assert r.code == 0, r.err
-    assert "rejected: this file lacks hardware and plan (a vLLM bench JSON records neither): pass --hw and --tp" \
-        in r.out
+    r = advisor("check", str(bare))  # nothing can be checked: one line that says what to pass
+    assert_one_line(r, str(bare), "rejected: this file lacks hardware and plan (a vLLM bench JSON records neither): "
+                              "pass --hw and --tp")
     fixed = advisor("check", str(bare), "--hw", "rtx-pro-6000-server", "--tp", "4")
     assert fixed.code == 0 and "rejected" not in fixed.out and "28.7 / " in fixed.out
 
 
 def test_summary_only(advisor) -> None:
     doc = json.loads(advisor("check", str(CASE_STUDY), "--json", "--summary").out)
-    assert set(doc) == {"summary", "calibrated"} and doc["summary"]["overall"]["predicted"] == 4
+    assert set(doc) == {"summary", "calibrated", "unpredicted"} and doc["summary"]["overall"]["predicted"] == 4
+    assert doc["unpredicted"] == {}
     assert doc["calibrated"]["rtx-pro-6000-server/vllm"].startswith("shipped: vllm terms pooled")
     r = advisor("check", str(CASE_STUDY), "--summary")
     assert r.code == 0 and "Measured vs predicted" not in r.out and "Summary" in r.out
@@ -251,3 +254,54 @@ def test_json_stays_valid_when_an_error_is_infinite(tmp_path: Path) -> None:
     assert row["error_pct"]["tpot_ms"] is None
     measured, predicted = row["measured"]["output_tok_s"], row["predicted"]["output_tok_s"]
     assert row["error_pct"]["output_tok_s"] == pytest.approx(100 * (predicted - measured) / measured, rel=1e-12)
+
+
+# --- issue #52: nothing checked is an error; a flag value that names nothing is one line; why rows go unpredicted
+
+
+HEAD = "model,hardware,engine,tp,concurrency,input_len,output_len,tpot_ms\n"
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    ("", "no measurement rows"),  # a header only
+    ("MiniMaxAI/MiniMax-M2.5,rtx-pro-6000-server,vllm,x,1,1024,256,12\n"
+     "MiniMaxAI/MiniMax-M2.5,rtx-pro-6000-server,vllm,4,1,1024,256,-3\n",
+     "none of its 2 rows can be predicted (1 x rejected: tp='x' is not a number; 1 x rejected: tpot_ms='-3'"),
+    ("Foo/Bar,rtx-pro-6000-server,vllm,4,1,1024,256,12\n", "its only row cannot be predicted (1 x unknown model: "
+                                                           "Foo/Bar"),
+])
+@pytest.mark.parametrize("json_out", [False, True])
+def test_nothing_checked_exits_2_with_one_line(advisor, tmp_path: Path, body: str, says: str,
+                                               json_out: bool) -> None:
+    f = tmp_path / "m.csv"
+    f.write_text(HEAD + body)
+    r = advisor("check", str(f), *(["--json"] if json_out else []))
+    assert_one_line(r, str(f), says)
+    assert r.out == ""
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--hw", "nope"), ("--model", "Foo/Bar")])
+def test_an_unknown_condition_flag_is_one_line_naming_it(advisor, flag: str, value: str) -> None:
+    bench = Path(__file__).parent / "fixtures" / "bench" / "vllm_bench_serve.json"
+    args = {"--hw": ["--hw", value, "--tp", "4"], "--model": ["--hw", "rtx-pro-6000-server", "--model", value]}[flag]
+    r = advisor("check", str(bench), *args)
+    assert_one_line(r, f"{flag}: ", value)
+    assert r.out == ""
+    rank = advisor("rank", "MiniMaxAI/MiniMax-M2.5", "--hw", "nope")  # as rank says it
+    assert rank.code == 2 and "unknown hardware id 'nope'" in rank.err and "unknown hardware id 'nope'" in r.err \
+        if flag == "--hw" else True
+
+
+def test_summary_counts_the_unpredicted_rows_and_why(advisor) -> None:
+    doc = json.loads(advisor("check", str(BENCH / "silicon_dev.csv"), "--summary", "--json").out)
+    overall = doc["summary"]["overall"]
+    missing = overall["rows"] + overall["rejected_rows"] - overall["predicted"]
+    assert missing > 0 and sum(doc["unpredicted"].values()) == missing
+    counts = list(doc["unpredicted"].values())
+    assert counts == sorted(counts, reverse=True)  # the commonest reason first
+    assert all(reason and n >= 1 for reason, n in doc["unpredicted"].items())
+    r = advisor("check", str(BENCH / "silicon_dev.csv"), "--summary")
+    assert r.code == 0 and "Measured vs predicted" not in r.out
+    assert f"{missing:,} rows of {overall['rows'] + overall['rejected_rows']:,} not predicted, by reason:" in r.out
+    for reason, n in list(doc["unpredicted"].items())[:3]:
+        assert f"{n:>6,}  {reason}" in r.out

@@ -17,6 +17,7 @@ import numpy as np
 from advisor.calibrate.measurements import Rejected
 from advisor.calibrate.predict_table import Prepared
 from advisor.calibrate.report import Summary
+from advisor.errors import AdvisorError
 
 METRICS = ("ttft_ms", "tpot_ms", "output_tok_s")
 Update = Callable[[str, int, int | None], None]  # progress: (stage, done, total or None)
@@ -58,6 +59,54 @@ class CheckResult:
     summary: Summary
     calibrated: dict[str, str]  # 'hardware/engine' -> `provenance.calibration_line`
     summary_before: Summary | None = None
+    unpredicted: dict[str, int] = field(default_factory=dict)  # why a row has no prediction -> rows, most first
+
+
+def unpredicted(prep: Prepared, rejected: list[Rejected]) -> dict[str, int]:
+    """Why rows have no prediction, with how many: each reason a row could not be predicted, and each reason a
+    row was rejected when read ("rejected: ..."), most rows first."""
+    counts: dict[str, int] = {}
+    idx = prep.reason[prep.reason >= 0]
+    for k, n in enumerate(np.bincount(idx, minlength=len(prep.reasons)) if idx.size else []):
+        if n:
+            counts[prep.reasons[k]] = int(n)
+    for r in rejected:
+        key = f"rejected: {r.reason}"
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def nothing_checked(files: list[str], rows: int, why: dict[str, int]) -> str:
+    """The one line when no row could be predicted: no rows at all, or how many and the commonest reasons."""
+    from advisor.text import plural
+
+    where = ", ".join(files)
+    if not rows:
+        return f"{where}: no measurement rows (a header only, or nothing): nothing to check"
+    top = "; ".join(f"{n:,} x {reason}" for reason, n in list(why.items())[:3])
+    more = f"; {len(why) - 3} more reasons (--json has each row's)" if len(why) > 3 else ""
+    none = "its only row cannot be predicted" if rows == 1 else f"none of its {plural(rows, 'row')} can be predicted"
+    return f"{where}: nothing could be checked: {none} ({top}{more})"
+
+
+def known_conditions(defaults: dict[str, Any] | None) -> None:
+    """The condition flags name what exists: --hw a hardware profile, --model a model some source holds (else
+    every row they fill would fail alike, a typo reported per row); one line naming the flag."""
+    given = defaults or {}
+    try:
+        if given.get("hardware") is not None:
+            from advisor.hardware import load_profile
+
+            load_profile(str(given["hardware"]))
+    except AdvisorError as err:
+        raise AdvisorError(f"--hw: {err}") from None
+    try:
+        if given.get("model") is not None:
+            from advisor.resolve import resolve
+
+            resolve(str(given["model"]))
+    except AdvisorError as err:
+        raise AdvisorError(f"--model: {err}") from None
 
 
 def _terms(prep: Prepared, calibration: str | None, files: list[str]) -> tuple[dict[Any, Any], dict[Any, Any]]:
@@ -65,7 +114,6 @@ def _terms(prep: Prepared, calibration: str | None, files: list[str]) -> tuple[d
     fitted for, the shipped pooled terms (own or engine-wide) for the others."""
     from advisor.calibrate.provenance import calibration_line
     from advisor.calibrate.store import read_calibration, terms_for
-    from advisor.errors import AdvisorError
 
     own = read_calibration(Path(calibration)) if calibration is not None else None  # checked even if unused
     if own is not None and prep.buckets and (own.hardware, own.engine) not in prep.buckets:
@@ -93,6 +141,7 @@ def check_files(files: list[str], calibration: str | None, defaults: dict[str, A
     from advisor.calibrate.report import summarize
     from advisor.calibrate.rowtable import RowTable, read_table
 
+    known_conditions(defaults)
     say: Update = update or (lambda stage, done, total: None)
     tables, rejected = [], []
     for f in files:
@@ -101,6 +150,9 @@ def check_files(files: list[str], calibration: str | None, defaults: dict[str, A
         rejected += rej
     table = RowTable.concat(tables)
     prep = prepare_table(table)
+    why = unpredicted(prep, rejected)
+    if not np.any(prep.reason < 0):
+        raise AdvisorError(nothing_checked(files, len(table) + len(rejected), why))
     terms, how = _terms(prep, calibration, files)
     pred = predict(prep, terms, lambda n: say("predicting", n, len(table)))
     measured = {m: getattr(table, m) for m in METRICS}
@@ -112,4 +164,5 @@ def check_files(files: list[str], calibration: str | None, defaults: dict[str, A
         before = summarize(labels, prep.key, prep.reason < 0, _errors(predict(prep, shipped), measured))
     return CheckResult(rows=Computed(prep=prep, pred=pred, err=err, how=how, rejected=rejected),
                        summary=summarize(labels, prep.key, prep.reason < 0, err, rejected=len(rejected)),
-                       calibrated={f"{k[0]}/{k[1]}": v["line"] for k, v in how.items()}, summary_before=before)
+                       calibrated={f"{k[0]}/{k[1]}": v["line"] for k, v in how.items()}, summary_before=before,
+                       unpredicted=why)

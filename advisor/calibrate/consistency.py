@@ -34,6 +34,7 @@ import numpy as np
 from advisor.calibrate.measurements import Measurement
 from advisor.cost.features import Features
 from advisor.hardware.schema import HardwareProfile
+from advisor.text import plural
 
 TPOT_DROP = 1.5  # beyond the run-to-run spread of TPOT (a few %) and CUDA-graph padding steps (~10-20%)
 RATE_DROP = 2.0
@@ -122,7 +123,7 @@ def slower_than_dominated(runs: Mapping[str, tuple[HardwareProfile, Sequence[Mea
 def _slower_why(r: Measurement, hw: str, other: str, ref: Measurement) -> str:
     t, t0 = r.tpot_ms or 0.0, ref.tpot_ms or 0.0
     return (f"{r.model} on {hw}/{r.engine or 'vllm'} {r.engine_version or ''} TP{r.tp} {r.input_len}/{r.output_len} "
-            f"at {r.concurrency} users: TPOT {t:g} ms, {t / t0:.1f}x the same run on {other} "
+            f"at {plural(r.concurrency, 'user')}: TPOT {t:g} ms, {t / t0:.1f}x the same run on {other} "
             f"{ref.engine_version or ''} ({t0:g} ms), a GPU it is at least on every spec")
 
 
@@ -149,7 +150,8 @@ def beyond_peak(rows: Sequence[Measurement], F: Features, hw: HardwareProfile, i
     conc = np.array([r.concurrency for r in rows], float)
     share = peak_share(F, hw, conc, input_len, output_len, col("ttft_ms"), col("tpot_ms"))
     return {i: (f"{r.model} on {hw.id}/{r.engine or 'vllm'} {r.engine_version or ''} TP{r.tp} "
-                f"{r.input_len}/{r.output_len} at {r.concurrency} users: its TTFT and TPOT need {share[i]:.1f}x "
+                f"{r.input_len}/{r.output_len} at {plural(r.concurrency, 'user')}: its TTFT and TPOT need "
+                f"{share[i]:.1f}x "
                 "the GPUs' peak FLOP/s for the non-expert GEMMs alone: it ran fewer users, or served its prompts "
                 "from a prefix cache")
             for i, r in enumerate(rows) if share[i] > 1.0}

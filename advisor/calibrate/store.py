@@ -133,7 +133,7 @@ def read_calibration(path: Path) -> Calibration:
         return Calibration.model_validate(data)
     except FileNotFoundError:
         raise AdvisorError(f"--calibration {path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
         raise AdvisorError(f"--calibration {path}: not a calibration file ({type(err).__name__})") from None
     except ValidationError as err:
         where, msg, kind = _first_error(err)
@@ -164,15 +164,15 @@ def terms_for(hw: HardwareProfile, engine: str, path: str | None = None) -> tupl
 
 def _doc(cal: Calibration, how: str) -> dict[str, Any]:
     return {"how": how, "hardware": cal.hardware, "engine": cal.engine, "rows": cal.rows_used,
-            "terms": cal.terms.model_dump(), "cv": cal.cv, "tpot_residual_pct": cal.tpot_residual_pct}
+            "terms": cal.terms.model_dump(), "cv": cal.cv, "tpot_residual_pct": cal.tpot_residual_pct,
+            "bounds_hit": cal.bounds_hit}
 
 
 def write_calibration(cal: Calibration, path: Path) -> None:
-    """Write atomically (advisor.files): a failure leaves `path` untouched."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise AdvisorError(f"-o {path.parent}: cannot create the folder ({err.strerror or err})") from None
+    """Write atomically (advisor.files): a failure leaves `path` untouched; the folder must exist (no command
+    creates one)."""
+    if not path.parent.is_dir():
+        raise AdvisorError(f"-o {path}: folder {path.parent} does not exist")
     write_atomic(path, json.dumps(cal.model_dump(mode="json"), indent=2) + "\n")
 
 

@@ -30,6 +30,8 @@ def _load(text: str, file: str) -> list[Any]:
     """The JSON document as a list of elements (an object, an array, or JSON lines)."""
     try:
         doc = json.loads(text)
+    except RecursionError:
+        raise AdvisorError(f"{file}: JSON nested too deeply") from None
     except json.JSONDecodeError as whole_err:
         lines = [ln for ln in text.splitlines() if ln.strip()]
         if len(lines) < 2:
@@ -39,6 +41,8 @@ def _load(text: str, file: str) -> list[Any]:
         for number, line in enumerate(lines, start=1):
             try:
                 out.append(json.loads(line))
+            except RecursionError:
+                raise AdvisorError(f"{file}: line {number}: JSON nested too deeply") from None
             except json.JSONDecodeError as err:
                 where = f"line {number}: {err.msg}"
                 raise AdvisorError(f"{file}: not valid JSON or JSON lines ({where})") from None

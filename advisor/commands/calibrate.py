@@ -33,6 +33,7 @@ def calibrate(
 
     defaults = opt.measurement_defaults(model=model, hardware=hw, engine=engine, tp=tp, pp=pp, dp=dp, ep=ep,
                                         concurrency=concurrency, weight_dtype=weight_dtype)
+    opt.output_folder("-o", output)
     report = refit(measurements, hw, engine, output, defaults, force)
     for line in report.warnings:
         warn(line)

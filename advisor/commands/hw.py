@@ -65,6 +65,8 @@ def import_nccl_cmd(
     from advisor.report.hw_tables import nccl_lines
     from advisor.report.sink import emit, warn
 
+    if output is not None:
+        opt.output_folder("-o", output)
     result = import_nccl(file, op, gpus, hw_ref, output)
     for line in result.warnings:
         warn(line)

@@ -11,7 +11,9 @@ def inspect(models: opt.Models = None, json_out: opt.Json = False) -> None:
     from advisor.report.sink import emit, note
     from advisor.report.tables import inspect_table
 
-    rows, skipped = describe_models(models)
-    for line in skipped:
-        note(line)
-    emit(rows, json_out, inspect_table)
+    rows, unknown = describe_models(models)
+    for u in unknown:
+        note(f"{u.model}: {u.reason}")
+    # --json keeps each model that could not be read, with its reason, as `rank --json` does
+    emit([*rows, *({"model": u.model, "found": u.found, "reason": u.reason} for u in unknown)], json_out,
+         lambda _: inspect_table(rows))

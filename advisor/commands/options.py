@@ -55,9 +55,9 @@ Concurrency = Annotated[int, typer.Option("--concurrency", min=1, help="Concurre
 InputLen = Annotated[int, typer.Option("--input-len", min=1, help="Prompt tokens per request.")]
 OutputLen = Annotated[int, typer.Option("--output-len", min=1, help="Generated tokens per request.")]
 MaxModelLen = Annotated[int | None, typer.Option(
-    "--max-model-len", min=1, show_default=False,
-    help=f"Context per sequence the engine is started with [default: min(model maximum, {DEFAULT_MAX_MODEL_LEN}), "
-         "raised to input + output length].")]
+    "--max-model-len", min=2, show_default=False,
+    help=f"Context per sequence the engine is started with, at least 2 (one prompt token and one generated) "
+         f"[default: min(model maximum, {DEFAULT_MAX_MODEL_LEN}), raised to input + output length].")]
 KvCacheDtype = Annotated[KvDtype, typer.Option(
     "--kv-cache-dtype", help="auto (the engine's pick: the checkpoint's; SGLang keeps a DSA model's cache in fp8 "
                              "on Blackwell), bf16 or fp8.")]
@@ -234,3 +234,11 @@ def pools(prefill: tuple[int | None, ...], decode: tuple[int | None, ...], backe
     p, d = (Plan(tp=s[0] or 1, pp=s[1] or 1, dp=s[2] or 1, ep=s[3] or 1) for s in (prefill, decode))
     return Pools(prefill=p, x=1 if prefill[4] is None else prefill[4], decode=d,
                  y=1 if decode[4] is None else decode[4], backend=backend)
+
+
+def output_folder(flag: str, path: str | Path) -> None:
+    """An output file's folder must exist (no command creates one): one line naming the flag, before any work."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise AdvisorError(f"{flag} {target}: folder {folder} does not exist")

@@ -40,8 +40,13 @@ def pareto(
 
     if json_out and csv_out:
         raise AdvisorError("--json/--csv: choose one output form")
+    if frontier_only and not (json_out or csv_out):
+        raise AdvisorError("--frontier-only: selects the points of --json/--csv (the text lists only frontier points "
+                           "already)")
     if output is not None and not output.lower().endswith((".png", ".svg")):
         raise AdvisorError(f"-o: {output}: give a .png or .svg file name")
+    if output is not None:
+        opt.output_folder("-o", output)
     q = Query(objective="throughput", input_len=input_len, output_len=output_len, max_tpot_ms=max_tpot_ms,
               max_ttft_ms=max_ttft_ms)
     profile = opt.hardware(hw, gpus)

@@ -154,6 +154,8 @@ def _boxes(hw: list[str] | None, json_out: bool, csv_out: bool, plot: str | None
         raise AdvisorError("--json/--csv: choose one output form")
     if plot is not None and not plot.lower().endswith((".png", ".svg")):
         raise AdvisorError(f"--plot: {plot}: give a .png or .svg file name")
+    if plot is not None:
+        opt.output_folder("--plot", plot)
     boxes = list(dict.fromkeys(hw or [opt.DEFAULT_HW]))
     if plot is not None and len(boxes) > 1:
         raise AdvisorError("--plot: draws one box; give one --hw")

@@ -12,6 +12,7 @@ from advisor.arch.model import ModelArch, WeightGroup, headline_dtype
 from advisor.cost.collectives import Collective, allreduce_summary, step_collectives
 from advisor.cost.engine_args import EngineArgs, resolve
 from advisor.cost.features import Features, plan_features
+from advisor.cost.interval import interval as interval_of
 from advisor.cost.memory import MemoryFit, memory_fit, startup_lines
 from advisor.cost.plan import Plan, candidate_plans, invalid_reason
 from advisor.cost.prediction import (
@@ -205,7 +206,9 @@ class Sweep:
         breakdown = {name: float(o[f"step_{name}"][i, c, k]) * 1e3 for name in BREAKDOWN}
         mechanism = {key[10:]: float(v[i, c, k]) * 1e3 for key, v in o.items() if key.startswith("step_mech_")}
         tpot = float(o["tpot_s"][i, c, k]) * 1e3
-        interval = _interval(self.calibrated, {"tpot_ms": tpot, "ttft_ms": float(o["ttft_s"][i, c, k]) * 1e3})
+        interval = interval_of(self.calibrated, ttft_ms=float(o["ttft_s"][i, c, k]) * 1e3, tpot_ms=tpot,
+                               output_tok_s=float(o["output_tok_s"][i, c, k]), running=int(o["running"][i, c, k]),
+                               output_len=int(self.output_len[k]))
         colls = case.collectives
         ar = allreduce_summary(colls)
         group = int(ar["group"])
@@ -284,16 +287,3 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     b = np.array(np.broadcast_to(a, np.shape(a)), dtype=float)
     b.setflags(write=False)
     return b
-
-
-def _interval(calibrated: dict[str, Any], predicted: dict[str, float]) -> dict[str, float] | None:
-    """80% interval of each metric from the signed held-out errors e = (pred - meas) / meas of the calibration
-    (p10, p90 in %): the measured value lies in [pred / (1 + p90), pred / (1 + p10)]."""
-    spreads = calibrated.get("residual_pct") or (
-        {"tpot_ms": calibrated["tpot_residual_pct"]} if calibrated.get("tpot_residual_pct") else {})
-    out = {}
-    for m, (lo, hi) in spreads.items():
-        if m in predicted:
-            out[f"{m}_low"] = predicted[m] / (1 + hi / 100)
-            out[f"{m}_high"] = predicted[m] / (1 + max(lo, -99.0) / 100)
-    return out or None

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
+    from advisor.decide.ranked import Unranked
     from advisor.resolve import Resolved
 
 
@@ -124,10 +125,14 @@ def describe(r: Resolved) -> ModelSummary:
         quality_scored_as=scored_as, quality_note=note or None)
 
 
-def describe_models(refs: list[str] | None) -> tuple[list[ModelSummary], list[str]]:
-    """The summary of every model that resolves (all catalog models when none are given), and a line for each
-    that does not (`candidates.problem`)."""
-    from advisor.decide.candidates import resolve_models, skipped
+def describe_models(refs: list[str] | None) -> tuple[list[ModelSummary], list[Unranked]]:
+    """The summary of every model that resolves (all catalog models when none are given), and each that does not
+    with its reason, as `rank` keeps them (a model no source holds: found false, "not found: ...")."""
+    from advisor.decide.candidates import problem, resolve_models
+    from advisor.decide.ranked import Unranked
+    from advisor.errors import NotFound
 
     found, missing = resolve_models(refs)
-    return [describe(r) for r in found], skipped(missing)
+    return [describe(r) for r in found], [
+        Unranked(model=ref, found=not isinstance(err, NotFound), reason=problem(ref, err).removeprefix(f"{ref}: "))
+        for ref, err in missing.items()]

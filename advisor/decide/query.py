@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from advisor.text import plural
+
 Objective = Literal["latency", "throughput", "goodput", "best-under-slo"]
 OBJECTIVES: tuple[str, ...] = ("latency", "throughput", "goodput", "best-under-slo")
 # Concurrencies every ranking evaluates (and the plot draws), plus the asked one.
@@ -36,7 +38,8 @@ class Query(BaseModel):
 
     def describe(self) -> str:
         """What the score measures, for table titles."""
-        return {"latency": "single-user tok/s (load: 1 user)", "throughput": f"total tok/s at {self.concurrency} users",
-                "goodput": f"total tok/s within the limits, up to {self.concurrency} users",
+        users = plural(self.concurrency, "user")
+        return {"latency": "single-user tok/s (load: 1 user)", "throughput": f"total tok/s at {users}",
+                "goodput": f"total tok/s within the limits, up to {users}",
                 "best-under-slo": f"quality ({self.quality_scale}) among models within {self.limits()} at "
-                                  f"{self.concurrency} users"}[self.objective]
+                                  f"{users}"}[self.objective]

@@ -73,6 +73,8 @@ def parse_profile(path: Path) -> HardwareProfile:
         raise AdvisorError(f"{path}: not a text file") from None
     except tomllib.TOMLDecodeError as err:
         raise AdvisorError(f"{path}: not valid TOML ({err})") from None
+    except RecursionError:
+        raise AdvisorError(f"{path}: TOML nested too deeply") from None
     except OSError as err:
         raise AdvisorError(f"{path}: cannot read ({err.strerror})") from None
     try:

@@ -60,6 +60,8 @@ def parse_topo(path: Path) -> TopoMatrix:
     if head is None:
         raise AdvisorError(f"{path}: not {WHAT}: no header row starting with GPU0")
     start, cols, aff_cols = head
+    if not aff_cols:
+        raise AdvisorError(f"{path}: not {WHAT}: its header has no {' or '.join(AFFINITY_COLS)} column")
     topo = TopoMatrix(columns=cols)
     for ln in lines[start + 1 :]:
         toks = ln.split()
@@ -71,7 +73,8 @@ def parse_topo(path: Path) -> TopoMatrix:
             topo.skipped_rows += 1
             continue
         cells = toks[1 : 1 + len(cols)]
-        if len(cells) != len(cols) or not all(LINK.match(c) for c in cells):
+        if len(cells) != len(cols) or not all(LINK.match(c) for c in cells) or not _self_only(toks[0], cols, cells) \
+                or (toks[0].startswith("GPU") and len(toks) - 1 - len(cols) > len(aff_cols)):
             topo.skipped_rows += 1
             continue
         topo.links[toks[0]] = dict(zip(cols, cells, strict=True))
@@ -84,7 +87,30 @@ def parse_topo(path: Path) -> TopoMatrix:
         raise AdvisorError(
             f"{path}: {WHAT} has no readable GPU rows ({topo.skipped_rows} skipped; truncated?)"
         )
+    _check_matrix(path, topo)
     return topo
+
+
+def _self_only(device: str, cols: list[str], cells: list[str]) -> bool:
+    """A row links its device to itself (X) in its own column and nowhere else."""
+    return all((c == "X") == (col == device) for col, c in zip(cols, cells, strict=True))
+
+
+def _check_matrix(path: Path, topo: TopoMatrix) -> None:
+    """What a matrix nvidia-smi printed always is, else one line: GPU columns GPU0..GPUn-1 in order, more than
+    half of their rows readable (a truncated file keeps its first rows; one row of eight is not a topology), and
+    each link the same both ways."""
+    header = [c for c in topo.columns if c.startswith("GPU")]
+    if header != [f"GPU{i}" for i in range(len(header))]:
+        raise AdvisorError(f"{path}: not {WHAT}: the GPU columns are not GPU0..GPU{len(header) - 1} in order")
+    if 2 * len(topo.gpus) <= len(header) and len(header) > 1:
+        raise AdvisorError(f"{path}: not {WHAT}, or cut short: readable GPU rows {len(topo.gpus)} of {len(header)} "
+                           f"({topo.skipped_rows} skipped)")
+    for a, row in topo.links.items():
+        for b, link in row.items():
+            back = topo.links.get(b, {}).get(a)
+            if back is not None and back != link:
+                raise AdvisorError(f"{path}: not {WHAT}: {a}-{b} is {link} one way and {back} the other")
 
 
 def _components(gpus: list[int], joined: set[tuple[int, int]]) -> list[list[int]]:

@@ -1,5 +1,6 @@
 """The one output sink of every command: one JSON document on stdout (`--json`), CSV rows (`--csv`), or the human
 rendering; warnings and notes on stderr. Commands hand their typed result here; nothing else writes to stdout.
+Human text is escaped for the terminal (`advisor.text.printable`; rich renderings: `report/console.py`).
 
 JSON is always valid JSON: pydantic models, numpy values and lists of them are turned into plain values first,
 and a non-finite float (nan, inf: "not predicted", a division by a zero measurement) is written as `null`
@@ -17,6 +18,8 @@ import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
+
+from advisor.text import printable
 
 T = TypeVar("T")
 
@@ -124,15 +127,15 @@ def write_csv(columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> None
 
 
 def line(text: str = "") -> None:
-    """One line of human output on stdout, as it is."""
-    sys.stdout.write(text + "\n")
+    """One line of human output on stdout, as it is (control characters escaped: `advisor.text.printable`)."""
+    sys.stdout.write(printable(text) + "\n")
 
 
 def warn(text: str) -> None:
-    """A warning on stderr: `advisor: warning: TEXT`."""
-    sys.stderr.write(f"advisor: warning: {text}\n")
+    """A warning on stderr: `advisor: warning: TEXT` (one line, control characters escaped)."""
+    sys.stderr.write(f"advisor: warning: {printable(text, lines=False)}\n")
 
 
 def note(text: str) -> None:
     """A note on stderr: `advisor: TEXT` (e.g. a model that could not be used, when others could)."""
-    sys.stderr.write(f"advisor: {text}\n")
+    sys.stderr.write(f"advisor: {printable(text, lines=False)}\n")

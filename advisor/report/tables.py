@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from advisor.calibrate.provenance import calibration_line
 from advisor.decide.explain import prefill_note
 from advisor.decide.replicas import whole
 from advisor.hardware import HardwareProfile
+from advisor.report.console import SafeConsole as Console
 from advisor.report.fitwidth import Col, fitted_table, print_line, say_dropped
+from advisor.report.uncertainty import PARENS, bounds, caveats, interval_note, ranged, stacked
 from advisor.report.units import billions, gb, gib, kib
 from advisor.text import plural
 
@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 
 
 LOG_LINES_MAX = 8  # plans whose start-up log lines `fit_table` prints
+# `fit` answers which plans fit and with how much KV room: those columns go last
+FIT_COLS = (Col("model", 10, fold=True), Col("plan", 10), Col("fits", 9), Col("weights/GPU", 5),
+            Col("act+other/GPU", 3), Col("KV room/GPU", 4), Col("KV tokens", 7), Col("max seqs", 6),
+            Col("why not", 8, fold=True, fold_min=16))
 INSPECT_COLS = (Col("model", 10, fold=True), Col("attention", 5), Col("layers", 7, fold=True), Col("experts", 6),
                 Col("total", 9, right=True), Col("active", 8, right=True), Col("weights", 4, right=True),
                 Col("KV/token", 3, right=True), Col("source", 1, fold=True))
@@ -74,26 +78,23 @@ def fit_table(docs: list[FitResult], hw: HardwareProfile) -> None:
     engine = f" ({log.engine} {log.engine_version} accounting)" if log else ""
     c = next((d.cluster for d in docs if d.cluster), None)
     box = f"{c.nodes} x {hw.name} over {c.fabric_name or 'one NVLink domain'}" if c else hw.name
-    table = Table(title=f"Memory fit on {box}{engine}")
-    for col in ("model", "plan", "fits", "weights/GPU", "act+other/GPU", "KV room/GPU", "KV tokens", "max seqs",
-                "why not"):
-        table.add_column(col, overflow="fold")
-    for d in docs:
-        pg = d.per_gpu
-        table.add_row(d.model, d.plan.label, "yes" if d.fits else "no", gib(pg.weights_bytes) if pg else "-",
-                      gib(pg.activation_bytes + pg.overhead_bytes) if pg else "-",
-                      gib(pg.kv_cache_bytes) if pg else "-", f"{d.kv_cache_tokens:,}",
-                      f"{d.max_concurrency:,} x {d.max_model_len}" if d.max_model_len else "-", d.reason or "")
+    cells = [[d.model, d.plan.label, "yes" if d.fits else "no", gib(pg.weights_bytes) if pg else "-",
+              gib(pg.activation_bytes + pg.overhead_bytes) if pg else "-", gib(pg.kv_cache_bytes) if pg else "-",
+              f"{d.kv_cache_tokens:,}", f"{d.max_concurrency:,} x {d.max_model_len}" if d.max_model_len else "-",
+              d.reason or ""] for d in docs for pg in (d.per_gpu,)]
     console = Console()
+    table, dropped = fitted_table(console, f"Memory fit on {box}{engine}", FIT_COLS, cells)
     console.print(table)
+    say_dropped(console, dropped)
     shown = [d for d in docs if d.fits and d.startup_log]
     if len(shown) > LOG_LINES_MAX:
         console.print(f"(start-up log lines: pass a MODEL and --tp for them; {len(shown)} plans run)")
         return
     for d in shown:
         assert d.startup_log is not None
-        console.print(f"[bold]{d.model} {d.plan.label}[/bold], per GPU, as {d.startup_log.engine} "
-                      f"{d.startup_log.engine_version} would log it:")
+        log = d.startup_log
+        console.print(Text.assemble((f"{d.model} {d.plan.label}", "bold"),
+                                    f", per GPU, as {log.engine} {log.engine_version} would log it:"))
         for line in d.startup_log.lines:
             console.print(f"  {line}", highlight=False)
 
@@ -107,9 +108,13 @@ def predict_panel(d: Prediction) -> None:
         console.print(f"{head}: does not run: {d.reason}")
         return
     w = d.workload
-    console.print(f"[bold]{head}[/bold], {plural(w.concurrency, 'user')}, {w.input_len:,} in / {w.output_len:,} out")
-    console.print(f"  TTFT {d.ttft_ms:,.0f} ms   TPOT {d.tpot_ms:,.1f} ms   {d.per_user_tok_s:,.0f} tok/s per "
-                  f"user while decoding   {d.output_tok_s:,.0f} tok/s total ({d.running_sequences:,} running)")
+    console.print(Text.assemble((head, "bold"), f", {plural(w.concurrency, 'user')}, {w.input_len:,} in / "
+                                                 f"{w.output_len:,} out"))
+    console.print(f"  TTFT {ranged(d, 'ttft_ms', 0, 'ms')}   TPOT {ranged(d, 'tpot_ms', 1, 'ms')}   "
+                  f"{ranged(d, 'per_user_tok_s', 0, 'tok/s')} per user while decoding   "
+                  f"{ranged(d, 'output_tok_s', 0, 'tok/s')} total ({d.running_sequences:,} running)")
+    if note := interval_note(d.calibrated, d.interval is not None):
+        console.print(f"  ({note})")
     if d.queueing:
         console.print(f"  queueing: {d.queueing}")
     if d.spec_tokens:
@@ -128,11 +133,27 @@ def predict_panel(d: Prediction) -> None:
     console.print(f"  calibrated: {calibration_line(d.calibrated)}")
 
 
-RANK_COLS = (Col("#", 10, right=True), Col("model", 10, fold=True), Col("quality", 5, right=True), Col("plan", 9),
-             Col("users", 7, right=True),
-             Col("TTFT ms", 6, right=True), Col("TPOT ms", 8, right=True), Col("tok/s user / total", 9, right=True),
+# what the title announces (the score's column, the quality scale) goes last; TTFT and TPOT go only after the
+# compact form (each interval under its value) was tried
+RANK_COLS = (Col("#", 10, right=True), Col("model", 10, fold=True), Col("quality", 9, right=True), Col("plan", 9),
+             Col("users", 6, right=True),
+             Col("TTFT ms", 7, right=True), Col("TPOT ms", 8, right=True),
+             Col("tok/s user / total", 10, right=True, short="tok/s\nuser / total"),
              Col("KV tokens", 3, right=True), Col("coll/step", 2, right=True), Col("MB/tok", 1, right=True),
              Col("bound by", 4))
+RANK_PROTECT = 7
+
+
+def _rank_cells(d: RankedPlan, model: str, compact: bool) -> list[str]:
+    """A ranked row's cells: TTFT, TPOT and tok/s with their 80% intervals, beside (or, `compact`, under) them."""
+    form = stacked if compact else ranged
+    tok = f"{ranged(d, 'per_user_tok_s')} / {ranged(d, 'output_tok_s')}"
+    if compact and bounds(d, "output_tok_s"):
+        tok = (f"{d.per_user_tok_s:,.0f} / {d.output_tok_s:,.0f}\n"
+               f"{bounds(d, 'per_user_tok_s')} / {bounds(d, 'output_tok_s')}")
+    return [str(d.rank), model, _quality_cell(d), d.plan.label, f"{d.workload.concurrency:,}", form(d, "ttft_ms"),
+            form(d, "tpot_ms", 1), tok, _count(d.kv_cache_tokens), str(d.collectives_per_step),
+            f"{(d.allreduce_bytes_per_token or 0) / 1e6:.2f}", d.bottleneck or ""]
 
 
 def rank_table(ranking: Ranking, hw: HardwareProfile, boxes: bool = False) -> None:
@@ -142,24 +163,21 @@ def rank_table(ranking: Ranking, hw: HardwareProfile, boxes: bool = False) -> No
 
     q, rows, tail = ranking.query, ranking.rows, ranking.unranked
     console = Console()
-    cells = [[str(d.rank), f"{d.model} on {d.hardware}" if boxes else d.model,
-              _quality_cell(d),
-              d.plan.label,
-              f"{d.workload.concurrency:,}", f"{d.ttft_ms:,.0f}",
-              f"{d.tpot_ms:,.1f}", f"{d.per_user_tok_s:,.0f} / {d.output_tok_s:,.0f}", _count(d.kv_cache_tokens),
-              str(d.collectives_per_step), f"{(d.allreduce_bytes_per_token or 0) / 1e6:.2f}", d.bottleneck or ""]
-             for d in map(whole, rows)]
-    cells += [["-", u.model, *["-"] * 9, "does not run" if u.found else "not found"] for u in tail]
+    unranked = [["-", u.model, *["-"] * 9, "does not run" if u.found else "not found"] for u in tail]
+    cells, compact = ([_rank_cells(whole(d), f"{d.model} on {d.hardware}" if boxes else d.model, small)
+                       for d in rows] + unranked for small in (False, True))
     where = "several boxes" if boxes else hw.name
     title = (f"Ranked by {ranking.order or q.describe()} on {where} ({q.input_len:,} in / {q.output_len:,} out); "
              f"quality: {q.quality_scale}")
     # quality is what best-under-slo ranks on: kept before the speed columns there
     cols = tuple(Col(c.header, 9, c.fold, c.right) if c.header == "quality" and q.objective == "best-under-slo"
                  else c for c in RANK_COLS)
-    cols, cells, _ = targets_column(q, rows, cols, cells, cells)
-    table, dropped = fitted_table(console, title, cols, cells)
+    cols, cells, compact = targets_column(q, rows, cols, cells, compact)
+    table, dropped = fitted_table(console, title, cols, cells, compact, RANK_PROTECT)
     console.print(table)
     say_dropped(console, dropped)
+    if any(d.interval for d in rows):
+        console.print(f"({PARENS})", highlight=False)
     for d in rows:
         console.print(Text.assemble((f"{d.rank}. {d.model}" + (f" on {d.hardware}" if boxes else ""), "bold"),
                                     f": {d.why}"))
@@ -184,6 +202,8 @@ def rank_table(ranking: Ranking, hw: HardwareProfile, boxes: bool = False) -> No
         if d.hardware not in seen:
             seen.add(d.hardware)
             console.print(Text(f"calibrated{f' ({d.hardware})' if boxes else ''}: {calibration_line(d.calibrated)}"))
+            for caveat in caveats(d.calibrated):
+                console.print(Text(f"   {caveat}"))
 
 
 def _quality_cell(d: RankedPlan) -> str:
