@@ -78,6 +78,12 @@ def _evaluated(ranked: dict[str, Any], d: dict[str, Any]) -> dict[str, np.ndarra
     return {k: v[0, :, 0] for k, v in out.items()}
 
 
+def _plan_label(d: dict[str, Any]) -> str:
+    """A row's plan as the figure names it: "r x PLAN" for r replicas."""
+    r = d["deployment"]["replicas"] if d["deployment"] else 1
+    return f"{r} x {d['plan']['label']}" if r > 1 else d["plan"]["label"]
+
+
 def _named(ax: Any) -> list[Any]:
     return [ln for ln in ax.get_lines() if not ln.get_label().startswith("_")]
 
@@ -89,13 +95,18 @@ def test_panel_a_one_curve_per_row_with_cost_model_values(ranked: dict[str, Any]
     grid = ranked["q"].grid()
     stars = [ln for ln in ax.get_lines() if ln.get_label().endswith("operating point")]
     for d, line, star in zip(ranked["rows"], named, stars, strict=True):
-        assert line.get_label() == f"#{d['rank']} {d['model'].rsplit('/', 1)[-1]} ({d['plan']['label']})"
+        r = d["deployment"]["replicas"] if d["deployment"] else 1
+        assert line.get_label() == f"#{d['rank']} {d['model'].rsplit('/', 1)[-1]} ({_plan_label(d)})"
         res = _evaluated(ranked, d)
-        np.testing.assert_allclose(line.get_ydata(), res["output_tok_s"], rtol=1e-12)
+        # r replicas at c users each: r x the plan's tok/s at c, at the plan's per-user speed there
+        np.testing.assert_allclose(line.get_ydata(), r * res["output_tok_s"], rtol=1e-12)
         np.testing.assert_allclose(line.get_xdata(), res["per_user_tok_s"], rtol=1e-12)
-        # the row's reported point (64 users) is starred, on its curve
-        k = grid.index(d["workload"]["concurrency"])
-        assert star.get_ydata()[0] == pytest.approx(d["output_tok_s"], rel=1e-12) == line.get_ydata()[k]
+        # the row's operating point is starred: the deployment's summed tok/s at the busiest replica's speed
+        total = d["deployment"]["output_tok_s"] if d["deployment"] else d["output_tok_s"]
+        assert (star.get_xdata()[0], star.get_ydata()[0]) == pytest.approx((d["per_user_tok_s"], total), rel=1e-12)
+        if r == 1 or d["workload"]["concurrency"] * r == d["deployment"]["users"]:  # an even split: on the curve
+            k = grid.index(d["workload"]["concurrency"])
+            assert star.get_ydata()[0] == pytest.approx(line.get_ydata()[k], rel=1e-12)
         assert star.get_color() == line.get_color()
         # labelled on the figure, in the row's colour
         (text,) = [t for t in ax.texts if t.get_text() == f"#{d['rank']} {d['model'].rsplit('/', 1)[-1]}"]
@@ -113,7 +124,7 @@ def test_targets_are_drawn(goodput: dict[str, Any]) -> None:
         name = f"#{d['rank']} {d['model'].rsplit('/', 1)[-1]}"
         res = _evaluated(goodput, d)
         beyond = res["ttft_s"] * 1e3 > MAX_TTFT_MS
-        (filled,) = [ln for ln in ax.get_lines() if ln.get_label() == f"{name} ({d['plan']['label']})"]
+        (filled,) = [ln for ln in ax.get_lines() if ln.get_label() == f"{name} ({_plan_label(d)})"]
         (hollow,) = [ln for ln in ax.get_lines() if ln.get_label() == f"_{name} beyond TTFT"]
         np.testing.assert_allclose(hollow.get_xdata(), res["per_user_tok_s"][beyond], rtol=1e-12)
         np.testing.assert_allclose(filled.get_xdata(), res["per_user_tok_s"][~beyond], rtol=1e-12)
@@ -257,3 +268,26 @@ def test_a_row_ranked_with_mtp_is_starred_where_mtp_puts_it(advisor, tmp_path: P
     assert star.get_xdata()[0] > curve.get_xdata()[0] * 1.2  # MTP: faster per user than the plan without it
     assert [t.get_text() for t in ax.texts] == ["#1 DeepSeek-V3 (MTP k=1; dashed: without)"]
     assert layout_problems(fig) == []
+
+
+def test_replicas_are_drawn_as_the_deployment_the_ranking_scores() -> None:
+    """Qwen3-0.6B at 64 users on the 8-GPU box: eight TP1 replicas of 8 users each (issue 52). The star is eight
+    times what one TP1 predicts at 8 users, at that per-user speed, computed here from the cost model alone."""
+    model = "Qwen/Qwen3-0.6B"
+    hw = opt.hardware(HW, None)
+    settings = opt.settings(engine="vllm", engine_version=None, max_model_len=None, kv_cache_dtype="auto",
+                            gpu_memory_utilization=0.92, weight_dtype=None)
+    terms, calibrated = terms_for(hw, "vllm", None)
+    q = Query(objective="throughput", concurrency=64, input_len=1024, output_len=1024)
+    ranking = rank([_resolved(model)], hw, settings, terms, q, calibrated)
+    d = ranking.rows[0]
+    assert d.deployment is not None and d.deployment.replicas == 8 and d.plan.label == "TP1"
+    one = evaluate([make_case(_resolved(model).arch, Plan(tp=1), hw, settings)], terms, np.array([8.0]),
+                   np.array([1024]), np.array([1024])).out
+    fig = rank_figure(ranking, hw, settings)
+    ax = fig.axes[0]
+    (star,) = [ln for ln in ax.get_lines() if ln.get_label() == "_#1 Qwen3-0.6B operating point"]
+    assert star.get_ydata()[0] == pytest.approx(8 * one["output_tok_s"][0, 0, 0], rel=1e-9)
+    assert star.get_xdata()[0] == pytest.approx(one["per_user_tok_s"][0, 0, 0], rel=1e-9)
+    assert "#1 Qwen3-0.6B\n8 x TP1" in [t.get_text() for t in fig.axes[1].get_yticklabels()]
+    assert "replicas summed" in ax.get_ylabel()

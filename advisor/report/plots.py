@@ -1,6 +1,6 @@
 """The `rank --plot` figure for the latency, throughput and goodput objectives: the top `TOP` ranked plans (in rank
 order, each its own colour and marker, labelled on the figure) in three panels: (a) total against per-user tok/s
-over the grid, the operating point starred, the TPOT limit drawn and the points beyond the TTFT limit hollow;
+over the grid (a row that is r replicas of its plan: r times the plan's tok/s), the operating point starred, the TPOT limit drawn and the points beyond the TTFT limit hollow;
 (b) the decode step at the operating point by part; (c) memory per GPU by part. It draws what the ranking computed
 (its sweep and rows); it evaluates nothing. One word per meaning: the decode step's fixed time is "fixed
 latency", the memory outside weights/KV/activations is "runtime", in every panel and legend.
@@ -74,8 +74,8 @@ def rank_figure(ranking: Ranking, hw: HardwareProfile, settings: Settings) -> An
 
 def _throughput_panel(ax: Any, ranking: Ranking, rows: Sequence[RankedPlan], names: Sequence[str]
                       ) -> tuple[list[Label], list[tuple[float, float]]]:
-    """Each row's plan over the concurrency grid; its operating point starred. Returns the labels to place and the
-    curves' points (for the labels to keep clear of)."""
+    """Each row's deployment over the concurrency grid; its operating point starred (`_curve`). Returns the labels
+    to place and the curves' points (for the labels to keep clear of)."""
     sweep, q = ranking.sweep, ranking.query
     assert sweep is not None
     labels, marks = [], []
@@ -86,8 +86,9 @@ def _throughput_panel(ax: Any, ranking: Ranking, rows: Sequence[RankedPlan], nam
     grid = sweep.concurrency
     ax.set_xscale("log")
     ax.set_yscale("log")
-    xs = np.concatenate([sweep.series("per_user_tok_s", _case(ranking, d)) for d in rows])
-    xs = np.concatenate([xs, [d.per_user_tok_s or np.nan for d in rows]])  # an MTP row's star is off its curve
+    drawn = [ln for ln in ax.get_lines() if ln.get_xdata().size]  # every curve and star (MTP: off its curve)
+    xs = np.concatenate([ln.get_xdata() for ln in drawn]).astype(float)
+    ys = np.concatenate([ln.get_ydata() for ln in drawn]).astype(float)
     lo, hi = float(np.nanmin(xs)), float(np.nanmax(xs))
     if q.max_tpot_ms is not None:  # TPOT <= limit  <=>  per-user tok/s >= 1000 / limit
         edge = 1000 / q.max_tpot_ms
@@ -95,15 +96,13 @@ def _throughput_panel(ax: Any, ranking: Ranking, rows: Sequence[RankedPlan], nam
         ax.axvline(edge, color="black", linestyle="--", linewidth=1, label=f"_TPOT {q.max_tpot_ms:g} ms")
         ax.axvspan(lo / 1.3, edge, color="0.5", alpha=0.12, linewidth=0, label=f"_beyond TPOT {q.max_tpot_ms:g} ms")
     ax.set_xlim(lo / 1.3, hi * 1.3)
-    ys = np.concatenate([sweep.series("output_tok_s", _case(ranking, d)) for d in rows])
-    ys = np.concatenate([ys, [d.output_tok_s or np.nan for d in rows]])
     ax.set_ylim(float(np.nanmin(ys)) / 2.5, float(np.nanmax(ys)) * 1.6)  # room for the labels below and above
     plain_log_axis(ax.xaxis)
     plain_log_axis(ax.yaxis)
     ax.set_xlabel("per-user speed (tok/s per user = 1000 / TPOT ms)")
-    ax.set_ylabel("total output throughput of the plan (tok/s)")
-    ax.set_title(f"(a) throughput vs per-user speed, {grid[0]:.0f}-{grid[-1]:.0f} users; star: operating point",
-                 fontsize="medium")
+    ax.set_ylabel("total output throughput (tok/s; replicas summed)")
+    ax.set_title(f"(a) throughput vs per-user speed, {grid[0]:.0f}-{grid[-1]:.0f} users per replica; star: "
+                 "operating point", fontsize="medium")
     ax.grid(True, which="both", alpha=0.3)
     _key(ax, q)
     return labels, marks
@@ -111,25 +110,37 @@ def _throughput_panel(ax: Any, ranking: Ranking, rows: Sequence[RankedPlan], nam
 
 def _curve(ax: Any, ranking: Ranking, d: RankedPlan, name: str, j: int
            ) -> tuple[Label, list[tuple[float, float]]]:
-    """Row j's plan over the grid in its style (hollow beyond the TTFT limit), its operating point starred. A row
-    ranked with MTP drafts (`--speculative auto`) is starred where MTP puts it while the ranking's sweep has the plan
-    without them: its curve is dashed and its label says so. Returns the star's label and the curve's points."""
+    """Row j's deployment over the grid in its style (hollow beyond the TTFT limit), its operating point starred.
+    A row that is r replicas of its plan (`RankedPlan.deployment`, `decide/replicas.py`) is drawn as the ranking
+    scores it: the users spread evenly, r replicas at c users each give r x the plan's tok/s at c at the plan's
+    per-user speed there, so the curve is the plan's over the grid times r, and the star the deployment's summed
+    tok/s at the busiest replica's speed. A row ranked with MTP drafts (`--speculative auto`) is starred where MTP
+    puts it while the ranking's sweep has the plan without them: its curve is dashed and its label says so. Returns
+    the star's label and the curve's points."""
     sweep, q = ranking.sweep, ranking.query
     assert sweep is not None and d.per_user_tok_s is not None and d.output_tok_s is not None
     color, marker = style(j)
     i = _case(ranking, d)
+    r = d.deployment.replicas if d.deployment is not None else 1
     without = bool(d.spec_tokens) and not sweep.cases[i].args.speculative
-    x, y = sweep.series("per_user_tok_s", i), sweep.series("output_tok_s", i)
+    x, y = sweep.series("per_user_tok_s", i), r * sweep.series("output_tok_s", i)
     ax.plot(x, y, "--" if without else "-", color=color, linewidth=1.5, label=f"_{name}", zorder=3)
     within = np.ones(x.size, bool) if q.max_ttft_ms is None else sweep.series("ttft_s", i) * 1e3 <= q.max_ttft_ms
     ax.plot(x[within], y[within], marker, color=color, markersize=4, linestyle="none", zorder=3,
-            label=f"{name} ({d.plan.label})")
+            label=f"{name} ({_plan(d)})")
     ax.plot(x[~within], y[~within], marker, color=color, markerfacecolor="white", markersize=4,
             linestyle="none", zorder=3, label=f"_{name} beyond TTFT")
-    ax.plot([d.per_user_tok_s], [d.output_tok_s], "*", color=color, markersize=15, markeredgecolor="black",
+    star = d.deployment.output_tok_s if d.deployment is not None else d.output_tok_s
+    ax.plot([d.per_user_tok_s], [star], "*", color=color, markersize=15, markeredgecolor="black",
             zorder=5, label=f"_{name} operating point")
     text = f"{name} (MTP k={d.spec_tokens}; dashed: without)" if without else name
-    return Label(d.per_user_tok_s, d.output_tok_s, text, color), list(zip(x.tolist(), y.tolist(), strict=True))
+    return Label(d.per_user_tok_s, star, text, color), list(zip(x.tolist(), y.tolist(), strict=True))
+
+
+def _plan(d: RankedPlan) -> str:
+    """The plan, as "r x PLAN" when the row is r replicas of it."""
+    r = d.deployment.replicas if d.deployment is not None else 1
+    return f"{r} x {d.plan.label}" if r > 1 else d.plan.label
 
 
 def _key(ax: Any, q: Query) -> None:
@@ -171,9 +182,9 @@ def _bars(ax: Any, names: Sequence[str], stacks: dict[str, np.ndarray], words: d
 
 def _breakdown_panel(ax: Any, rows: Sequence[RankedPlan], names: Sequence[str]) -> None:
     stacks = {part: np.array([(d.breakdown_ms or {})[part] for d in rows]) for part in BREAKDOWN}
-    _bars(ax, [f"{n}\n{d.plan.label}" for n, d in zip(names, rows, strict=True)], stacks, STEP_WORDS)
+    _bars(ax, [f"{n}\n{_plan(d)}" for n, d in zip(names, rows, strict=True)], stacks, STEP_WORDS)
     ax.set_xlabel("decode step time (ms)")
-    ax.set_title("(b) decode step at the operating point", fontsize="medium")
+    ax.set_title("(b) decode step at the operating point (busiest replica)", fontsize="medium")
 
 
 def _memory_panel(ax: Any, rows: Sequence[RankedPlan]) -> None:
