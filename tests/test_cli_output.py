@@ -213,3 +213,18 @@ def test_control_characters_and_markup_in_arguments_print_literally(advisor, arg
     assert r.code in (0, 2), r.err
     assert not _raw_controls(r.out + r.err), _raw_controls(r.out + r.err)
     assert "[bold]M[/bold]" in r.out + r.err and "\\x1b[2J" in r.out + r.err
+
+
+def test_control_characters_in_a_profile_and_a_calibration_file_are_escaped(advisor, tmp_path: Path) -> None:
+    text = (Path(__file__).resolve().parents[1] / "hwprofiles" / "h100-sxm.toml").read_text()
+    profile = tmp_path / "box.toml"
+    profile.write_text(text.replace('name = "8x H100 SXM5 80GB (NVLink4 / NVSwitch)"',
+                                    'name = "8x H100 \\u001b[2J[bold]box[/bold]"', 1))
+    rows = tmp_path / "m.csv"
+    rows.write_text(CASE_STUDY.read_text() + f"{MINIMAX},rtx-pro-6000-server,vllm,,,{HOSTILE},1,1,1,1,,,,12,,x\n")
+    for args in (("hw", "show", str(profile)), ("rank", MINIMAX, "--hw", str(profile)),
+                 ("calibrate", str(rows), "--hw", "rtx-pro-6000-server", "-o", str(tmp_path / "c.json"), "--force")):
+        r = advisor(*args)
+        assert r.code == 0, r.err
+        assert not _raw_controls(r.out + r.err), (args, _raw_controls(r.out + r.err))
+        assert "[bold]" in r.out and "\\x1b" in r.out, args

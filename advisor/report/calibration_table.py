@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from advisor.calibrate.refit import RefitReport
+from advisor.report.console import SafeConsole as Console
 from advisor.report.units import num
 from advisor.text import plural
 

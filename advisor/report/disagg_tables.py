@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rich.text import Text
 
+from advisor.report.console import SafeConsole as Console
 from advisor.report.fitwidth import Col, fitted_table, print_line, say_dropped
 
 if TYPE_CHECKING:

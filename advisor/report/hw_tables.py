@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from advisor.report.console import SafeConsole as Console
 from advisor.text import plural
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def show_tables(view: ProfileView) -> None:
     hw = view.profile
     con = Console()
     g = hw.gpu
-    con.print(f"[bold]{hw.id}[/bold]: {hw.name} (interconnect: {hw.interconnect_class})")
+    con.print(Text.assemble((hw.id, "bold"), f": {hw.name} (interconnect: {hw.interconnect_class})"))
     t = _table("GPU", ["field", "value", "source"])
     t.add_row("name / generation / sm", f"{g.name} / {g.generation} / {g.sm or '-'}", "")
     t.add_row("memory_bytes", f"{g.memory_bytes:,} ({g.memory_bytes / 2**20:,.0f} MiB)", g.memory_bytes_source)
