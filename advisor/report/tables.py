@@ -246,7 +246,7 @@ def targets_column(q: Query, rows: tuple[RankedPlan, ...], cols: tuple[Col, ...]
         return cols, cells, compact
     j = [c.header for c in cols].index("users") + 1
     marks = ["yes" if d.meets else "no" for d in rows] + ["-"] * (len(cells) - len(rows))
-    cols = (*cols[:j], Col("meets targets", 9, right=True), *cols[j:])
+    cols = (*cols[:j], Col("meets targets", 9, right=True, short="meets"), *cols[j:])
     wide, narrow = ([[*r[:j], m, *r[j:]] for r, m in zip(grid, marks, strict=True)] for grid in (cells, compact))
     return cols, wide, narrow
 
