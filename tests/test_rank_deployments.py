@@ -176,3 +176,9 @@ def test_replicas_sit_like_the_first(advisor) -> None:
 
     assert replica_gpus(load_profile("rtx-pro-6000-server"), 3, 2, 8) == [(0, 1, 2), (4, 5, 6)]
     assert replica_gpus(load_profile("rtx-pro-6000-server"), 2, 3, 6) == [(0, 1), (2, 3), (4, 5)]
+
+
+def test_a_load_alone_is_not_an_objective_the_disaggregated_mode_refuses(advisor) -> None:
+    # --concurrency alone picks throughput for the aggregated ranking; --mode disagg still reads it as its load
+    r = advisor("rank", LLAMA8, "--mode", "disagg", "--concurrency", "64")
+    assert r.code == 2 and "--objective" not in r.err and "--mode disagg: needs --max-tpot-ms" in r.err

@@ -69,7 +69,7 @@ def rank(
     from advisor.report.sink import emit
     from advisor.report.tables import rank_table
 
-    objective, concurrency = _load(objective, concurrency)
+    asked, (objective, concurrency) = objective, _load(objective, concurrency)
     own, scale, label = _scale(quality, quality_file)
     q = Query(**_query(objective, concurrency, input_len, output_len, max_tpot_ms, max_ttft_ms), quality_scale=label,
               min_quality=min_quality)
@@ -84,7 +84,7 @@ def rank(
 
         return rank_modes_flags(models, q, boxes, settings, mode, max_model_len, json_out, calibration, gpus,
                                 opt.cluster(opt.hardware(boxes[0], gpus), nodes, fabric, gpus),
-                                {"--objective": objective not in ("latency", "goodput"), "--all-plans": all_plans,
+                                {"--objective": asked not in (None, "latency", "goodput"), "--all-plans": all_plans,
                                  "--csv": csv_out, "--plot": plot is not None, "--gpu-hour-price": bool(gpu_hour_price),
                                  "--speculative": speculative != "off", "--quality-file": quality_file is not None,
                                  "--min-quality": min_quality is not None, "--hw": len(boxes) > 1})
