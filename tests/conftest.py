@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -110,6 +111,37 @@ def advisor(monkeypatch: pytest.MonkeyPatch, empty_hf_home: Path,
         return Run(*_main(args))
 
     return run
+
+
+def _build_the_cli_once() -> None:
+    """typer builds the click command tree from the commands' signatures on every `typer.main.get_command(app)`
+    (20-30 ms: most of a short in-process CLI run, and the suite makes ~1,200). Here it is built once per test
+    process, as a process running `advisor` builds it once. `advisor.cli.main` wraps every parameter's callback of
+    the tree it gets (`_harden`), so each call hands the tree back with the callbacks it was built with, as a fresh
+    build would."""
+    import typer.main
+
+    build = typer.main.get_command
+    built: dict[int, tuple[Any, list[tuple[Any, Any]]]] = {}
+
+    def params(command: Any) -> Iterator[Any]:
+        yield from command.params
+        for sub in getattr(command, "commands", {}).values():
+            yield from params(sub)
+
+    def get_command(typer_instance: Any) -> Any:
+        if id(typer_instance) not in built:
+            command = build(typer_instance)
+            built[id(typer_instance)] = (command, [(p, p.callback) for p in params(command)])
+        command, callbacks = built[id(typer_instance)]
+        for param, callback in callbacks:
+            param.callback = callback
+        return command
+
+    typer.main.get_command = get_command
+
+
+_build_the_cli_once()
 
 
 def _main(args: tuple[str, ...] | list[str]) -> tuple[int, str, str]:
