@@ -36,7 +36,9 @@ def check(measurements: opt.Measurements, calibration: opt.Calibration = None, j
     concurrency are required, and at least one of ttft_ms, tpot_ms, output_tok_s. A `vllm bench serve
     --save-result` JSON is read too; the condition flags fill what a file does not hold (it has no hardware or
     plan). With --json the rows are written one per line as they are computed; a number that is not finite (an
-    error against a measurement of ~0) is null.
+    error against a measurement of ~0) is null. The summary ends with the rows not predicted and why (--json:
+    unpredicted, reason -> rows). Nothing to check (a header only, every row rejected or unpredictable) or a --hw or
+    --model that names nothing: one line and exit 2.
 
     A disaggregated measurement CSV (x prefill and y decode workers joined by a KV-cache transfer, as
     tests/data/bench/silicon_disagg_dev.csv) is told by its pool columns and each row is predicted at its own
