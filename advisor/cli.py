@@ -87,13 +87,16 @@ def number_checked(callback: Callable[..., Any] | None) -> Callable[..., Any]:
                                    "size)")
         return callback(ctx, param, value) if callback is not None else value
 
+    check.number_checked = True  # type: ignore[attr-defined]
     return check
 
 
 def _harden(command: Any) -> Any:
-    """Every parameter of `command` and its subcommands checked by `number_checked`."""
+    """Every parameter of `command` and its subcommands checked by `number_checked` (once: a tree handed back
+    again keeps its checks)."""
     for param in command.params:
-        param.callback = number_checked(param.callback)
+        if not getattr(param.callback, "number_checked", False):
+            param.callback = number_checked(param.callback)
     for sub in getattr(command, "commands", {}).values():
         _harden(sub)
     return command
