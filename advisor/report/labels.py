@@ -13,7 +13,7 @@ from typing import Any
 
 # Offsets tried around a point (points; x right, y up), nearest ring first: right, above, left, below, diagonals.
 DIRECTIONS = ((1, 0.3), (1, -0.9), (-1, 0.3), (-1, -0.9), (0, 1), (0, -1.6), (1, 1), (-1, 1), (1, -1.6), (-1, -1.6))
-RINGS = (7.0, 16.0, 28.0, 42.0, 60.0, 85.0, 115.0)
+RINGS = (7.0, 16.0, 28.0, 42.0, 60.0, 85.0, 115.0, 150.0)
 POINT_PX = 5.0  # half the side of the box kept clear around every labelled point (pixels)
 
 
@@ -52,7 +52,8 @@ def place(ax: Any, labels: Sequence[Label], renderer: Any, fontsize: str = "smal
             for dx, dy in DIRECTIONS:
                 ann = _annotate(ax, lb, (dx * r, dy * r), fontsize, leader=r > RINGS[0])
                 box = text_box(ann, renderer)
-                cost = _overlap(box, taken + others) + 1e3 * _outside(box, inside) + 0.2 * _overlap(box, marks)
+                # another label or point hidden costs most, then leaving the axes, then covering a curve's markers
+                cost = 100 * _overlap(box, taken + others) + 1e3 * _outside(box, inside) + 0.2 * _overlap(box, marks)
                 if best is None or cost < best[0]:
                     if best is not None:
                         best[1].remove()
