@@ -28,6 +28,7 @@ BLOCKS: dict[str, tuple[str, str]] = {
     "scaleout-accuracy": ("docs/collectives-scaleout.md", "scaleout_accuracy"),
     "measurement-columns": ("docs/measurements.md", "schema_doc"),
     "disagg-measurement-columns": ("docs/measurements.md", "schema_doc"),
+    "disagg-accuracy": ("docs/accuracy.md", "disagg_accuracy"),
     "engine-releases": ("docs/engines.md", "schema_doc"),
 }
 
