@@ -36,6 +36,7 @@ import numpy as np
 
 from advisor.arch.model import ModelArch
 from advisor.cost.plan import Plan
+from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile, load_profile
 from advisor.hardware.cluster import Cluster, load_cluster
@@ -215,15 +216,16 @@ def deployment_lines(rows: list[Deployment]) -> list[str]:
     return lines
 
 
-def block() -> str:
-    """The generated block: the NVSwitch model's checks, the rack rows held out by GPU, the published deployments."""
+def block(terms_for: Callable[[HardwareProfile, str], Terms] | None = None) -> str:
+    """The generated block: the NVSwitch model's checks, the rack rows held out by GPU (under `terms_for` when
+    given, e.g. the shipped terms for a cheap structural check), the published deployments."""
     from scripts import nvswitch_fit, rack_rows
 
     gen = nvswitch_fit.params_doc()["generations"]["nvlink5"]
     checks = nvswitch_fit.checks(gen)
     trays = [r["median_abs_pct"] for r in checks if r["gpu"] in nvswitch_fit.HELD_OUT]
     eights = [r["median_abs_pct"] for r in checks if r["gpus"] == 8]
-    res = rack_rows.predict()
+    res = rack_rows.predict(terms_for)
     out = ["Written by `python -m scripts.large_deployments --update`; do not edit by hand.", "",
            f"NCCL over an NVLink5 NVSwitch domain (`advisor/hardware/nvswitch.py`, fitted on the HGX B200/B300 tables, "
            f"in sample {gen['in_sample_median_abs_pct']:.1f}%): the GB200/GB300 trays' tables held out, median |error| "

@@ -4,6 +4,8 @@ published figures."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -58,10 +60,21 @@ def test_gb200_decode_within_the_target(v3) -> None:  # type: ignore[no-untyped-
     assert d.published == 7583 and abs(d.error_pct) <= 25.0, d
 
 
+def _masked(text: str) -> str:
+    """The block with the numbers the held-out refits decide masked: predicted values after ' / ' and percentages
+    (every other cell, the row ids, deployments, users, measured values and the published figures, stays)."""
+    text = re.sub(r"( / )[\d,.]+", r"\1*", text)
+    return re.sub(r"[+-]?\d+(?:\.\d+)?%", "*%", text)
+
+
 @pytest.mark.xdist_group("racks-large")
 def test_block_is_current() -> None:
-    """The block as the generator writes it today (~3 min on 2 CPUs: two held-out refits and the deployments)."""
+    """The block as the generator writes it today, the rack rows predicted under the shipped terms (the two
+    held-out refits take minutes; the numbers they decide are masked, as test_docs masks the case study's
+    held-out columns): every row, deployment, measured value and published comparison is checked."""
+    from advisor.calibrate.store import terms_for
     from scripts.readme_block import read_block
 
-    assert read_block("racks-large") == ld.block().rstrip("\n") + "\n", \
+    want = ld.block(lambda hw, engine: terms_for(hw, engine)[0])
+    assert _masked(read_block("racks-large")) == _masked(want.rstrip("\n") + "\n"), \
         "stale: run python -m scripts.large_deployments --update"
