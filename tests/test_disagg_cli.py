@@ -137,3 +137,14 @@ def test_pareto_draws_both_frontiers(advisor: Any, tmp_path: Any) -> None:
     assert front_mask(np.array([p["per_user_tok_s"] for p in dis]),
                       np.array([p["output_tok_s_per_gpu"] for p in dis])).all()  # none dominates another
     assert all(" x " in p["plan"] and p["concurrency"] >= 1 for p in dis)
+
+
+def test_a_budget_no_pairing_fits_answers_aggregated(advisor: Any) -> None:
+    """On 5 of the box's GPUs no prefill worker fits beside a decode worker of MiniMax-M2.5 (each needs 3+): the
+    aggregated plan is the answer and the headline says why."""
+    r = advisor("rank", MINIMAX, "--mode", "auto", "--gpus", "5", "--input-len", "8192", "--max-tpot-ms", "30",
+                "--json")
+    assert r.code == 0, r.err
+    (row,) = json.loads(r.out)
+    assert row["serve"] == "aggregated" and row["verdict"]["disaggregated"] is None
+    assert row["why"][0].endswith("within TPOT <= 30 ms; no disaggregated deployment fits 5 GPUs")

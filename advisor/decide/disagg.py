@@ -128,6 +128,8 @@ def _links(cluster: Cluster, gp: np.ndarray, x: np.ndarray, gd: np.ndarray, y: n
     if link is not None:
         one = PoolLink(((link, 1.0),))
         return np.full(len(gp), one.seconds_per_byte), np.full(len(gp), one.latency_s)
+    if not len(gp):  # no pairing fits the budget
+        return np.zeros(0), np.zeros(0)
     keys = np.stack([gp, x, gd, y], axis=1).astype(int)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)
     vals = np.array([(lk.seconds_per_byte, lk.latency_s) for lk in (pool_link(cluster, *map(int, k)) for k in uniq)])

@@ -187,7 +187,10 @@ def _headline(winner: str, d: DisaggChoice | None, a: AggChoice | None, q: Disag
     win, lose = (d, a) if winner == "disaggregated" else (a, d)
     assert win is not None
     other = "aggregated" if winner == "disaggregated" else "disaggregated"
-    if lose is None or not lose.meets:
+    if lose is None:
+        return f"{winner} wins: {win.total_tok_s:,.0f} output tok/s on {budget} GPUs within {lim}; no {other} " \
+               f"deployment fits {budget} GPUs"
+    if not lose.meets:
         return f"{winner} wins: {win.total_tok_s:,.0f} output tok/s on {budget} GPUs within {lim}; {other} " \
                "serving meets it with no deployment on this budget"
     ratio = win.total_tok_s / max(lose.total_tok_s, 1e-9)
