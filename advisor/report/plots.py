@@ -1,6 +1,7 @@
 """The `rank --plot` figure for the latency, throughput and goodput objectives: the top `TOP` ranked plans (in rank
 order, each its own colour and marker, labelled on the figure) in three panels: (a) total against per-user tok/s
-over the grid (a row that is r replicas of its plan: r times the plan's tok/s), the operating point starred, the TPOT limit drawn and the points beyond the TTFT limit hollow;
+over the grid (a row that is r replicas of its plan: r times the plan's tok/s), the operating point starred, the
+TPOT limit drawn and the points beyond the TTFT limit hollow;
 (b) the decode step at the operating point by part; (c) memory per GPU by part. It draws what the ranking computed
 (its sweep and rows); it evaluates nothing. One word per meaning: the decode step's fixed time is "fixed
 latency", the memory outside weights/KV/activations is "runtime", in every panel and legend.
