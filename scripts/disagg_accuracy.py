@@ -17,8 +17,11 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from advisor.calibrate.disagg_predict import (
     BANDS,
@@ -43,6 +46,11 @@ VERDICT_COLUMNS = ("family", "hardware", "engine", "weights", "input_len", "outp
                    "y_meas", "agg_meas", "x_pred", "y_pred", "agg_pred")
 SPLITS = {"hardware": "held out by hardware", "model": "held out by model", "shipped": "shipped calibration"}
 
+
+
+def _constant(name: str) -> Callable[[Any], str]:
+    """A grouping that puts every row in one group, `name`."""
+    return lambda _row: name
 
 def _gpus(r: DisaggRow) -> int:
     return sum(p["workers"] * p["tp"] * p["pp"] * p["dp"] for p in r.pools.values())
@@ -83,9 +91,12 @@ def refit() -> None:
             if k[1] in engines and keep:
                 from advisor.calibrate.base import subset
 
-                train[k] = subset(b, keep)
+                train[k] = subset(b, np.asarray(keep))
         terms_for = pooled_fitter()(train)
-        rows = predict_disagg_rows(DISAGG, lambda hw, e, tf=terms_for: tf((hw.id, e)), only=mine)
+        def held_terms(hw: Any, e: str, tf: Any = terms_for) -> Any:
+            return tf((hw.id, e))
+
+        rows = predict_disagg_rows(DISAGG, held_terms, only=mine)
         out += [_record(split, name, r, raw[r.row]) for r in rows]
         print(f"{split} {name}: {sum(r.predicted is not None for r in rows)} of {len(rows)} predicted", flush=True)
     _write(HELD_OUT, COLUMNS, out)
@@ -168,7 +179,7 @@ def render() -> str:
              "| terms | rows | TTFT median abs | TTFT median signed | TPOT median abs | TPOT median signed |",
              "|---|---:|---:|---:|---:|---:|"]
     for split, name in SPLITS.items():
-        lines += _table(name, summary([r for r in rows_of(split) if r.predicted], lambda r, n=name: n))[2:]
+        lines += _table(name, summary([r for r in rows_of(split) if r.predicted], _constant(name)))[2:]
     for split in ("hardware", "model"):
         done = [r for r in rows_of(split) if r.predicted is not None]
         lines += ["", f"{SPLITS[split].capitalize()}:", "",

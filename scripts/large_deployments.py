@@ -74,7 +74,8 @@ class Deployment:
         return 100 * (self.predicted - self.published) / self.published
 
 
-def deepep_comm(cluster: Cluster, engine: str, mode: str, ep: int, moe: tuple[int, int, int]) -> Callable[..., object]:
+def deepep_comm(cluster: Cluster, engine: str, mode: str, ep: int,
+                moe: tuple[int, int, int]) -> Callable[..., np.ndarray]:
     """The step model's collective timer on `cluster` with the MoE exchange run as DeepEP `mode` ("deepep_normal" or
     "deepep_ll"): the plan's DeepEP slots across nodes take that mode, and an all-gather/reduce-scatter exchange of
     the EP group inside one NVLink domain (SGLang's default there) becomes DeepEP dispatch/combine of the same tokens
@@ -88,16 +89,16 @@ def deepep_comm(cluster: Cluster, engine: str, mode: str, ep: int, moe: tuple[in
     gathered = DISPATCH_BYTES["fp8-block"]  # what an all-gather dispatch moves per element
 
     def f(op: str, nbytes: np.ndarray, n: int, domains: int = 1, backend: str | None = None,
-          shape: tuple[int, int, int] | None = None) -> object:
+          shape: tuple[int, int, int] | None = None) -> np.ndarray:
         if backend is not None:
-            return inner(op, nbytes, n, domains, mode, shape)
+            return np.asarray(inner(op, nbytes, n, domains, mode, shape), dtype=float)
         if op in ("allgather", "reducescatter") and n == ep:
             per = gathered if op == "allgather" else 2.0
             tokens = np.asarray(nbytes, dtype=float) / (n * hidden * per)  # each rank's tokens
             a2a = "dispatch" if op == "allgather" else "combine"
             size = tokens * topk * hidden * (DEEPEP_DISPATCH_BYTES if a2a == "dispatch" else 2.0)
-            return inner(a2a, size, n, domains, mode, moe)
-        return inner(op, nbytes, n, domains) if domains > 1 else inner(op, nbytes, n)
+            return np.asarray(inner(a2a, size, n, domains, mode, moe), dtype=float)
+        return np.asarray(inner(op, nbytes, n, domains) if domains > 1 else inner(op, nbytes, n), dtype=float)
 
     return f
 
@@ -122,7 +123,8 @@ def step_s(arch: ModelArch, hw: HardwareProfile, nodes: int, plan: Plan, setting
     F = Features.from_flat(np.stack([case.features()])).grid()
     one = [np.full((1, 1, 1), float(v)) for v in (dec, ctx, pre, prompt / 2, dec + (pre / prompt if pre else 0))]
     q = 1 + F.spec_k
-    t = float(np.ravel(step_time(F, hw, terms, comm, *one, q=q)["total"])[0])
+    dec_a, ctx_a, pre_a, ctx_pre, sampled = one
+    t = float(np.ravel(step_time(F, hw, terms, comm, dec_a, ctx_a, pre_a, ctx_pre, sampled, q=q)["total"])[0])
     if dec and float(F.spec_k.ravel()[0]) > 0:  # MTP draft passes: k one-token steps' worth of one layer each
         plain = float(np.ravel(step_time(F, hw, terms, comm, one[0], one[1], 0 * one[2], one[3], one[0])["total"])[0])
         t += float(F.spec_k.ravel()[0]) * plain / float(F.layers.ravel()[0])

@@ -114,6 +114,11 @@ def _signed(xs: list[float]) -> str:
     return f"{np.median(xs):+.1f}%" if xs else "-"
 
 
+def _errors(rows: list[DisaggRow], metric: str) -> list[float]:
+    """Signed % errors of `metric` over the rows that have one."""
+    return [e for r in rows if (e := r.error_pct(metric)) is not None]
+
+
 def summary_lines(res: RackResult) -> list[str]:
     """Median |error| and signed median of TPOT and TTFT, by engine and overall, and by concurrency band."""
     lines = ["| rows | predicted | TPOT median abs | TPOT signed | TTFT median abs | TTFT signed |",
@@ -121,16 +126,14 @@ def summary_lines(res: RackResult) -> list[str]:
     groups = [(f"{e} ({n})", [r for r in res.predicted if r.engine == e]) for e, n in
               (("trtllm", "TensorRT-LLM"), ("sglang", "SGLang"))] + [("all", res.predicted)]
     for label, rs in groups:
-        tp = [r.error_pct("tpot_ms") for r in rs]
-        tt = [r.error_pct("ttft_ms") for r in rs]
+        tp, tt = _errors(rs, "tpot_ms"), _errors(rs, "ttft_ms")
         lines.append(f"| {label} | {len(rs)} | {_med(tp)} | {_signed(tp)} | {_med(tt)} | {_signed(tt)} |")
     lines += ["", "| users | rows | TPOT signed | TTFT signed | TPOT median abs | TTFT median abs |",
               "|---|---:|---:|---:|---:|---:|"]
     for *_, band in BANDS:
         rs = [r for r in res.predicted if band_of(r.concurrency) == band]
         if rs:
-            tp = [r.error_pct("tpot_ms") for r in rs]
-            tt = [r.error_pct("ttft_ms") for r in rs]
+            tp, tt = _errors(rs, "tpot_ms"), _errors(rs, "ttft_ms")
             lines.append(f"| {band} | {len(rs)} | {_signed(tp)} | {_signed(tt)} | {_med(tp)} | {_med(tt)} |")
     return lines
 
