@@ -39,9 +39,10 @@ import numpy as np
 from advisor.cost.disagg import FIRST_TOKEN_STEP, OVERLAP
 from advisor.cost.features import Features
 from advisor.cost.serving import MAX_UTILISATION, StepFn, kv_capacity, micro_batched
-from advisor.cost.step import comm_fn, step_time
+from advisor.cost.step import comm_fn
 from advisor.cost.sweep import Case
 from advisor.cost.terms import Terms
+from advisor.cost.timing import serving_step
 
 DECODE_POINTS = 32  # decode batches per rank evaluated per plan (geometric from MIN_BATCH to the KV cap)
 MIN_BATCH = 0.05  # requests per rank at the lightest point: N(b) then falls below one user
@@ -53,18 +54,7 @@ def pool_step(cases: list[Case], terms: Terms) -> tuple[Features, StepFn]:
     hw, engine, cluster = cases[0].hw, cases[0].args.engine, cases[0].cluster
     F = Features.from_flat(np.stack([c.features() for c in cases])).grid()
     comm = comm_fn(hw, engine, cluster) if cluster is not None else comm_fn(hw, engine)
-    spec = bool(np.any(F.spec_k > 0))
-
-    def step(dec: np.ndarray, ctx: np.ndarray, pre: np.ndarray, ctx_pre: np.ndarray,
-             sampled: np.ndarray) -> dict[str, np.ndarray]:
-        if not spec:
-            return step_time(F, hw, terms, comm, dec, ctx, pre, ctx_pre, sampled)
-        out = dict(step_time(F, hw, terms, comm, dec, ctx, pre, ctx_pre, sampled, q=1 + F.spec_k))
-        one = step_time(F, hw, terms, comm, dec, ctx, 0 * pre, ctx_pre, dec)["total"]
-        draft = np.where(dec > 0, F.spec_k * one / F.layers, 0.0)
-        return {**out, "total": out["total"] + draft}
-
-    return F, step
+    return F, serving_step(F, hw, terms, comm)
 
 
 @dataclass(frozen=True)
