@@ -419,8 +419,9 @@ def test_silent_hub_costs_one_short_wait_then_the_cache_and_the_catalog(hub: Hub
         f"advisor: warning: the Hub at {silent.url} did not answer within 3 s; using the HF cache or the bundled "
         "catalog (HF_HUB_OFFLINE=1 skips the Hub, HF_HUB_ETAG_TIMEOUT=SECONDS waits longer)"]
     assert silent.accepted == 1  # the second model did not wait again
-    # One 3 s wait plus the process (~1.5 s here); before, 10 s per model (21.5 s measured for these two).
-    assert seconds < 8.0, seconds
+    # One 3 s wait plus the process (~4 s in all here); before, 10 s per model (21.5 s measured for these two): the
+    # bound is the old wait for one model, so a loaded machine does not fail it and the old code still does
+    assert seconds < 10.0, seconds
 
 
 def test_silent_hub_wait_follows_hf_hub_etag_timeout(hub: Hub, silent: SilentServer) -> None:
@@ -430,7 +431,7 @@ def test_silent_hub_wait_follows_hf_hub_etag_timeout(hub: Hub, silent: SilentSer
     assert doc["source"] == (f"catalog:Qwen/Qwen3-32B (cannot read it from the Hub at {silent.url} "
                              "(no answer within 1 s), not in the HF cache)")
     assert "did not answer within 1 s" in proc.stderr and len(proc.stderr.splitlines()) == 1
-    assert seconds < 6.0, seconds
+    assert seconds < 10.0, seconds  # one 1 s wait plus the process; the old code waited 10 s per model
     bad, _ = _inspect(hub, "Qwen/Qwen3-32B", HF_ENDPOINT=silent.url, HF_HUB_ETAG_TIMEOUT="soon")
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr == ("advisor: error: Qwen/Qwen3-32B: HF_HUB_ETAG_TIMEOUT='soon': must be a whole number "
