@@ -161,6 +161,9 @@ def test_a_one_node_plan_on_two_nodes_is_two_servers() -> None:
     cmd = _command("vllm", "h200-sxm", 2, Plan(tp=8))
     assert [(launch.role, launch.node) for launch in cmd.launches] == [("replica", 0), ("replica", 1)]
     assert cmd.launches[0].argv == cmd.launches[1].argv and "load balancer" in cmd.notes[-1]
+    # the same line twice: a shell comment before each names the node it runs on
+    line = cmd.launches[0].line
+    assert cmd.command.splitlines() == ["# on node 0:", line, "# on node 1:", line]
 
 
 # --- the one-box owner's question -------------------------------------------------------------------------------

@@ -57,7 +57,16 @@ class ServeCommand:
         in the background (`&`), so that the whole text pastes as it is."""
         if self.together:
             return "\n".join([*(f"{launch.line} &" for launch in self.launches[:-1]), self.launches[-1].line])
-        return "\n".join(launch.line for launch in self.launches)
+        if len({launch.node for launch in self.launches}) == 1:
+            return "\n".join(launch.line for launch in self.launches)
+        # several nodes: a shell comment names the node each line runs on (the lines may be the same text)
+        lines, node = [], None
+        for launch in self.launches:
+            if launch.node != node:
+                node = launch.node
+                lines.append(f"# on node {node}:")
+            lines.append(launch.line)
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True)
