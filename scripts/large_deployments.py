@@ -137,18 +137,19 @@ def deepseek_v3(arch: ModelArch | None = None) -> ModelArch:
     return redundant_experts(arch or resolve("deepseek-ai/DeepSeek-V3").arch, REDUNDANT)
 
 
-def sglang_h100(arch: ModelArch) -> list[Deployment]:
+def sglang_h100(arch: ModelArch, tbo: bool = True) -> list[Deployment]:
     """LMSYS 2025-05-05: prefill 4 nodes EP32 at 16,384 tokens a device (`--chunked-prefill-size 524288` over 32 DP
     ranks, `--mem-fraction-static 0.85`), decode 9 nodes EP72 at 256 sequences a device (`--cuda-graph-bs 256`,
     `--mem-fraction-static 0.835`), 2,000-token inputs (issue 6017's commands)."""
     h100 = load_profile("h100-sxm")
     pre_set = {"engine": "sglang", "max_num_batched_tokens": 16384, "max_model_len": 8192,
-               "gpu_memory_utilization": 0.85}
+               "gpu_memory_utilization": 0.85, "two_batch_overlap": tbo}
     t, _ = step_s(arch, h100, 4, Plan(tp=1, dp=32, ep=32), pre_set, "deepep_normal", pre=16384, prompt=2000)
     prefill = Deployment("SGLang DeepSeek-V3, 96 x H100: prefill", f"[LMSYS 2025-05-05]({LMSYS_H100})",
                          "4 nodes (EP32, DP attention), 2,000-token prompts, 16,384 tokens a GPU per batch, DeepEP "
                          "normal, EPLB (288 slots), TBO on", "input tok/s per node", 52_300, 8 * 16384 / t, True)
-    dec_set = {"engine": "sglang", "max_num_seqs": 256, "max_model_len": 4500, "gpu_memory_utilization": 0.835}
+    dec_set = {"engine": "sglang", "max_num_seqs": 256, "max_model_len": 4500, "gpu_memory_utilization": 0.835,
+               "two_batch_overlap": tbo}
     t, _ = step_s(arch, h100, 9, Plan(tp=1, dp=72, ep=72), dec_set, "deepep_ll", dec=256, ctx=2000)
     decode = Deployment("SGLang DeepSeek-V3, 96 x H100: decode", f"[LMSYS 2025-05-05]({LMSYS_H100})",
                         "9 nodes (EP72), 256 sequences a GPU, KV length 2,000, DeepEP low-latency, EPLB (288 "

@@ -15,6 +15,7 @@ Defaults and their sources:
 - TensorRT-LLM `max_num_tokens` 8192 and `max_batch_size` 2048 (`llmapi/llm_args.py: TorchLlmArgs`,
   `commands/serve.py`), `free_gpu_memory_fraction` 0.9 (`KvCacheConfig`), decode CUDA graphs 1-31, 32, 64, 128
   (`CudaGraphConfig._generate_cuda_graph_batch_sizes`).
+- SGLang `enable_two_batch_overlap` False (`srt/server_args.py`; `cost/tbo.py`), on only by the user's flag.
 - vLLM CUDA-graph capture sizes (`config/vllm.py: VllmConfig._set_cudagraph_sizes`, `cost/engine_defaults.py:
   capture_sizes`); the steps a scheduler prepares ahead (`engines.scheduled_ahead`).
 """
@@ -71,6 +72,7 @@ class EngineArgs(BaseModel):
     speculative_tokens: int | None
     spec_acceptance: float | None
     spec_accept_len: float | None
+    two_batch_overlap: bool  # SGLang --enable-two-batch-overlap (`cost/tbo.py`); off by default
     sources: dict[str, str]
 
     def engine_release(self) -> Release:
@@ -165,4 +167,4 @@ def resolve(s: Settings, arch: ModelArch, plan: Plan, hw: HardwareProfile) -> En
         profile_cuda_graphs=profiled, enforce_eager=s.enforce_eager,
         scheduled_ahead=scheduled_ahead(s.engine, version), adp_batching_wait_iters=TRTLLM_ADP_BATCHING_WAIT_ITERS,
         speculative=s.speculative, speculative_tokens=s.speculative_tokens, spec_acceptance=s.spec_acceptance,
-        spec_accept_len=s.spec_accept_len, sources=sources)
+        spec_accept_len=s.spec_accept_len, two_batch_overlap=s.two_batch_overlap, sources=sources)

@@ -108,6 +108,7 @@ class Features:
     sched_ahead: np.ndarray  # steps the scheduler prepares ahead of the GPU (`EngineArgs.scheduled_ahead`)
     spec_k: np.ndarray  # MTP tokens drafted per step (0: no speculation)
     spec_tokens: np.ndarray  # expected tokens per sequence per step (1 without speculation)
+    tbo: np.ndarray  # 1: SGLang's two-batch overlap (`EngineArgs.two_batch_overlap`, `cost/tbo.py`), else 0
     fits: np.ndarray
 
     @staticmethod
@@ -156,7 +157,7 @@ def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, args: Engine
         **{f"coll_{k}": [slots[s.name][j] for s in SLOTS] for j, k in enumerate(("calls", "bytes", "group", "span"))},
         "kv_room": max(mem.kv_cache_bytes, 0.0), "num_seqs": args.max_num_seqs,
         "batched_tokens": args.max_num_batched_tokens, "graph_max": _padded_graphs(args),
-        "sched_ahead": args.scheduled_ahead, **_speculation(arch, args),
+        "sched_ahead": args.scheduled_ahead, **_speculation(arch, args), "tbo": float(args.two_batch_overlap),
         "fits": float(mem.fits),
     }
 

@@ -103,6 +103,10 @@ def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: n
             "attention": attention, "collectives": comm_t,
             "fixed": F.layers * terms.layer_overhead_us * 1e-6 + terms.step_overhead_us * 1e-6}
     out.update({f"mech_{k}": np.broadcast_to(v, shape) for k, v in mech.items()})
+    if np.any(F.tbo > 0):  # SGLang's two-batch overlap (`cost/tbo.py`)
+        from advisor.cost.tbo import tbo_step
+
+        return tbo_step(F, hw, terms, comm, out, dec, ctx, pre, ctx_pre, sampled, q)
     return out
 
 
@@ -294,15 +298,17 @@ def _by_moe_shape(F: Features, plans: np.ndarray) -> list[tuple[np.ndarray, tupl
     return [(plans[(key == u).all(axis=1)], (int(u[0]), int(u[1]), int(u[2]))) for u in np.unique(key, axis=0)]
 
 
-def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.ndarray) -> np.ndarray:
-    """Seconds of one forward's collectives (`collectives.step_collectives`, summed per slot): a message is
-    the (padded) tokens per DP rank, every DP rank's for dispatch/combine, sampled rows, or fixed."""
+def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.ndarray,
+                     only: tuple[str, ...] | None = None) -> np.ndarray:
+    """Seconds of one forward's collectives (`collectives.step_collectives`, summed per slot; `only`: these slots'
+    names alone): a message is the (padded) tokens per DP rank, every DP rank's for dispatch/combine, sampled rows,
+    or fixed."""
     shape = np.broadcast_shapes(np.shape(tokens), F.tp.shape)
     units = {"tokens": tokens, "dp_tokens": tokens * F.dp, "sampled": np.maximum(sampled, 1), "fixed": 1.0}
     total = np.zeros(shape)
     for k, (slot, groups) in enumerate(zip(SLOTS, _slot_groups(F), strict=True)):
         calls = F.coll_calls[..., k]
-        if not groups or not np.any(calls):
+        if not groups or not np.any(calls) or (only is not None and slot.name not in only):
             continue
         for n, span, plans in groups:  # plans: positions on the leading (plan) axis; only their rows are computed
             if slot.backend is not None:  # an expert all-to-all: timed per MoE shape (`cost/cluster_comm.py`)

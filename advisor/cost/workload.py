@@ -32,10 +32,13 @@ class Settings(BaseModel):
     spec_accept_len: float | None = Field(None, ge=1, le=9)
     # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (None: the release's default)
     profile_cuda_graphs: bool | None = None
+    two_batch_overlap: bool = False  # SGLang --enable-two-batch-overlap (`cost/tbo.py`)
 
     @model_validator(mode="after")
     def _modelled_release(self) -> Settings:
         self.release()  # ValueError when the engine version is not a modelled release
+        if self.two_batch_overlap and self.engine != "sglang":
+            raise ValueError(f"two-batch overlap (--enable-two-batch-overlap) is SGLang's; engine {self.engine}")
         return self
 
     def release(self) -> Release:

@@ -181,6 +181,8 @@ def _sglang(s: Serving, args: EngineArgs, quant: str | None) -> tuple[list[str],
              "--chunked-prefill-size", str(args.max_num_batched_tokens * p.dp)]
     if args.enforce_eager:
         argv.append("--disable-cuda-graph")
+    if args.two_batch_overlap:  # `server_args.py`: needs a MoE all-to-all backend (DeepEP), as predicted
+        argv.append("--enable-two-batch-overlap")
     if s.spec_tokens:  # MTP drafts through SGLang's EAGLE path (`server_args.py: speculative_*`), one chain
         argv += ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", str(s.spec_tokens),
                  "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(s.spec_tokens + 1)]
