@@ -20,6 +20,7 @@ Per step with d decode tokens (context c each) and p prefill tokens (context c_p
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -106,7 +107,11 @@ def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: n
     if np.any(F.tbo > 0):  # SGLang's two-batch overlap (`cost/tbo.py`)
         from advisor.cost.tbo import tbo_step
 
-        return tbo_step(F, hw, terms, comm, out, dec, ctx, pre, ctx_pre, sampled, q)
+        off = replace(F, tbo=np.zeros_like(F.tbo))
+        return tbo_step(F, hw, out, lambda G: step_time(G, hw, terms, comm, dec / 2, ctx, pre / 2, ctx_pre,
+                                                        np.maximum(sampled / 2, 1), q),
+                        lambda t, slots: collectives_time(off, comm, t, sampled, only=slots) * terms.comm_latency_scale,
+                        tokens, pre)
     return out
 
 

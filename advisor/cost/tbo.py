@@ -34,6 +34,7 @@ exchange, or TBO off, is the step as without.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -44,9 +45,12 @@ from advisor.cost.features import Features
 from advisor.hardware.wide_ep import DEEPEP_NUM_SMS, DEVICE_SMS, MIN_DEVICE_SMS
 
 if TYPE_CHECKING:
-    from advisor.cost.step import Comm
-    from advisor.cost.terms import Terms
     from advisor.hardware import HardwareProfile
+
+# one micro-batch's step at half the tokens under these features (`step.step_time`'s breakdown and mechanisms)
+HalfStep = Callable[[Features], dict[str, np.ndarray]]
+# seconds of the named collective slots for a message of these tokens per DP rank (`step.collectives_time`)
+Exchange = Callable[[np.ndarray, tuple[str, ...]], np.ndarray]
 
 DISPATCH_SLOTS = (DISPATCH.name, A2A_DISPATCH.name)
 COMBINE_SLOTS = (COMBINE.name, A2A_COMBINE.name)
@@ -68,24 +72,19 @@ def overlap_time(prefill: np.ndarray, G: np.ndarray, A: np.ndarray, M: np.ndarra
     return np.where(prefill, pre, dec)
 
 
-def tbo_step(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, full: dict[str, np.ndarray],
-             dec: np.ndarray, ctx: np.ndarray, pre: np.ndarray, ctx_pre: np.ndarray, sampled: np.ndarray,
-             q: np.ndarray | float = 1.0) -> dict[str, np.ndarray]:
+def tbo_step(F: Features, hw: HardwareProfile, full: dict[str, np.ndarray], half_step: HalfStep,
+             exchange: Exchange, tokens: np.ndarray, pre: np.ndarray) -> dict[str, np.ndarray]:
     """`full` (the step without overlap, `step.step_time`) replaced by the TBO step where `F.tbo` is set and the
-    plan has a MoE exchange: breakdown and mechanisms as `step_time` gives them (module docstring)."""
-    from advisor.cost.step import collectives_time, pad_tokens, step_time
-
+    plan has a MoE exchange: breakdown and mechanisms as `step_time` gives them (module docstring). `tokens`: the
+    full step's padded tokens per DP rank; `pre`: its prefill tokens (a prefill step where > 0)."""
     off = replace(F, tbo=np.zeros_like(F.tbo))
     is_pre = np.asarray(pre) > 0
     share = gemm_sm_share(hw)
     slow = replace(off, gemm_e_f=off.gemm_e_f * share, moe_e_f=off.moe_e_f * share)
-    halves = [step_time(G, hw, terms, comm, dec / 2, ctx, pre / 2, ctx_pre, np.maximum(sampled / 2, 1), q)
-              for G in (off, slow)]
+    halves = [half_step(G) for G in (off, slow)]
     half = {k: np.where(is_pre, halves[1][k], halves[0][k]) for k in halves[0]}
-    tokens = pad_tokens(dec * q + pre, F.graph_max)
-    ex = {k: collectives_time(off, comm, t, sampled, only=slots) * terms.comm_latency_scale
-          for k, t, slots in (("d", tokens / 2, DISPATCH_SLOTS), ("c", tokens / 2, COMBINE_SLOTS),
-                              ("full", tokens, DISPATCH_SLOTS + COMBINE_SLOTS))}
+    ex = {k: exchange(t, slots) for k, t, slots in (("d", tokens / 2, DISPATCH_SLOTS), ("c", tokens / 2, COMBINE_SLOTS),
+                                                      ("full", tokens, DISPATCH_SLOTS + COMBINE_SLOTS))}
     G, A, M = half["mech_gemm"], half["mech_attention"], half["mech_moe"]
     moe_ex = overlap_time(is_pre, G, A, M, ex["d"], ex["c"])
     exposed = moe_ex - 2 * (G + A + M)
