@@ -7,8 +7,9 @@ serving rows informs them (`calibrate/pooled.py` on the rows of scripts/refit_ca
 
 What each row deployed is the bench README's ("Rack-scale rows"). SGLang's GB200 recipe (ai-dynamo/dynamo
 `components/backends/sglang/slurm_jobs/scripts/gb200-fp8.sh`) runs `--ep-num-redundant-experts 32` on both sides:
-256 experts in 288 slots (EPLB's redundant copies), so DEP48 holds 6 slots a GPU and DEP24 12. That is the model's
-MoE here (`redundant_experts`): 288 experts, each slot a whole expert's weights, routing uniform over them. Its
+256 experts in 288 slots (EPLB's redundant copies), so DEP48 holds 6 slots a GPU and DEP24 12. The rows carry it
+(`*_redundant_experts`, research/disagg_recipes.py) and the predictor models it (`arch/redundant.py`): 288 experts,
+each slot a whole expert's weights, routing uniform over them. Its
 `--enable-deepep-moe` (DeepEP across the rack's trays) is not: inside one NVLink domain the advisor costs SGLang's
 exchange as its default all-gather / reduce-scatter (`cost/collectives.py`).
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from advisor.arch.model import ModelArch
+from advisor.arch.redundant import redundant_experts  # noqa: F401 (scripts/large_deployments.py imports it here)
 from advisor.calibrate.disagg_predict import BANDS, DisaggRow, band_of, predict_one
 from advisor.cost.terms import Terms
 from advisor.hardware import HardwareProfile
@@ -30,7 +32,6 @@ from advisor.hardware import HardwareProfile
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "tests" / "data" / "bench"
 TWIN = {"gb200": "b200-sxm", "gb300": "b300-sxm"}  # held out together: the same GPU on an HGX board
-SGLANG_REDUNDANT_EXPERTS = 32  # gb200-fp8.sh --ep-num-redundant-experts (module docstring)
 
 
 def rack_ids() -> list[str]:
@@ -44,17 +45,6 @@ def rack_rows() -> list[dict[str, str]]:
         rows = list(csv.DictReader(fh))
     by_id = {r["source"].rsplit("id=", 1)[-1]: r for r in rows}
     return [by_id[i] for i in rack_ids()]
-
-
-def redundant_experts(arch: ModelArch, extra: int) -> ModelArch:
-    """`arch` with `extra` redundant expert slots: experts and the routed experts' weights scaled by
-    (E + extra) / E."""
-    assert arch.moe is not None
-    e = arch.moe.num_experts
-    weights = [w.model_copy(update={"params": w.params * (e + extra) // e}) if w.shard == "expert" else w
-               for w in arch.weights]
-    return arch.model_copy(update={"moe": arch.moe.model_copy(update={"num_experts": e + extra}),
-                                   "weights": type(arch.weights)(weights)})
 
 
 def held_out_terms(engines: set[str], hardware: set[str]) -> Callable[[HardwareProfile, str], Terms]:
@@ -87,23 +77,13 @@ class RackResult:
 
 def predict(terms_for: Callable[[HardwareProfile, str], Terms] | None = None) -> RackResult:
     """Every rack row at its own pools (`calibrate/disagg_predict.py: predict_one`), under `terms_for` (default:
-    held out by GPU); SGLang's with its 32 redundant experts."""
-    from advisor.resolve import resolve
-
+    held out by GPU); SGLang's with the 32 redundant experts its rows carry."""
     rows = rack_rows()
     if terms_for is None:
         todo = [r for r in rows if not (r.get("spec_decoding") or "none") != "none"]
         terms_for = held_out_terms({r["engine"] for r in todo}, {r["hardware"] for r in todo})
-    archs: dict[str, dict[str, ModelArch]] = {}
-    out = []
-    for r in rows:
-        if r["engine"] not in archs:
-            arch = resolve(r["model"]).arch
-            if r["engine"] == "sglang":
-                arch = redundant_experts(arch, SGLANG_REDUNDANT_EXPERTS)
-            archs[r["engine"]] = {r["model"]: arch}
-        out.append(predict_one(r, terms_for, archs[r["engine"]]))
-    return RackResult(out)
+    archs: dict[str, ModelArch] = {}
+    return RackResult([predict_one(r, terms_for, archs) for r in rows])
 
 
 def _med(xs: list[float]) -> str:

@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 from advisor.calibrate.disagg_columns import COLUMNS
+from research.disagg_recipes import recipe_cells
 from research.disagg_recover import PLAN, SIDES, provenance, read_configs
 from research.disagg_rows import assign_spec_pairs, mark_repeats, output_row, resolve, share_spec_with_repeats
 
@@ -97,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     provs = {rid: provenance(r["silicon_data_source"]) for rid, r in src.items()}
     resolutions = resolve(rows, provs, entries)
     out = [output_row(r, provs[r["_id"]], res) for r, res in zip(rows, resolutions, strict=True)]
+    for r in out:
+        r |= recipe_cells(r)
     mark_repeats(out, [r["_id"] for r in rows])
     paired = assign_spec_pairs(out, resolutions)
     shared = share_spec_with_repeats(out, [r["_id"] for r in rows])
@@ -108,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {sum(1 for r in out if r['repeat_of']):5d}  repeats of another row's run", file=sys.stderr)
     print(f"  {paired:5d}  speculative decoding from the pair of runs at one point", file=sys.stderr)
     print(f"  {shared:5d}  speculative decoding from another copy of the same run", file=sys.stderr)
+    print(f"  {sum(1 for r in out if r['decode_redundant_experts'] not in ('', '0')):5d}  redundant expert slots "
+          "from the recipe", file=sys.stderr)
     for spec, n in sorted(Counter(r["spec_decoding"] or "unknown" for r in out).items()):
         print(f"  {n:5d}  spec_decoding {spec}", file=sys.stderr)
     return 0

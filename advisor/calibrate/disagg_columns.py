@@ -21,6 +21,11 @@ _SIDE = {
               "(0: not stated, dense models and some vLLM rows).",
     "moe_ep": "Expert-parallel size inside a {side} worker (0: not stated).",
     "batch": "{batch}",
+    "redundant_experts": "Redundant expert slots each {side} worker placed beside the model's experts, as its recipe "
+                         "passes them (SGLang --ep-num-redundant-experts; 0: none; empty: not established, none "
+                         "modelled): the MoE runs as experts + slots (`arch/redundant.py`).",
+    "mem_fraction": "The {side} workers' memory fraction as the recipe passes it (SGLang --mem-fraction-static, "
+                    "vLLM --gpu-memory-utilization); empty: the engine's own default.",
 }
 _BATCH = {
     "prefill": "Requests per prefill step as the source counts them (1 in every row it records; recovered rows: 1).",

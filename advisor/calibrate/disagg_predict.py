@@ -107,6 +107,18 @@ def side_plan(row: dict[str, str], side: str) -> Plan:
     return Plan(tp=tp, pp=pp, dp=dp, ep=max(_int(row, f"{side}_moe_ep", 1), 1))
 
 
+def side_setup(row: dict[str, str], side: str, arch: ModelArch, settings: Settings) -> tuple[ModelArch, Settings]:
+    """One side's model and flags as its recipe ran them: the `<side>_redundant_experts` slots beside the experts
+    (`arch/redundant.py`, the one owner of that rule) and the `<side>_mem_fraction` (the engine's memory share;
+    empty: its default)."""
+    from advisor.arch.redundant import redundant_experts
+
+    frac = (row.get(f"{side}_mem_fraction") or "").strip()
+    s = Settings.model_validate({**settings.model_dump(exclude_unset=True), "gpu_memory_utilization": frac}) \
+        if frac else settings
+    return redundant_experts(arch, _int(row, f"{side}_redundant_experts")), s
+
+
 def _skip(row: dict[str, str]) -> str | None:
     """Why a row is not predicted before its model is read, or None."""
     if row.get("repeat_of"):
@@ -147,6 +159,7 @@ def predict_one(row: dict[str, str], terms_for: TermsFor, archs: dict[str, Model
     """One row predicted at its own pools (module docstring); `where`: its file and 1-based data row."""
     from advisor.cost.disagg import make_disagg
     from advisor.cost.disagg_predict import predict_disagg
+    from advisor.cost.sweep import make_case
     from advisor.hardware.cluster import load_cluster
     from advisor.resolve import resolve
 
@@ -175,7 +188,10 @@ def predict_one(row: dict[str, str], terms_for: TermsFor, archs: dict[str, Model
         pre, dec = side_plan(row, "prefill"), side_plan(row, "decode")
         x, y = _int(row, "prefill_workers"), _int(row, "decode_workers")
         cluster = load_cluster(hw, _nodes(row, hw, x * pre.gpus + y * dec.gpus))
-        d = make_disagg(arch, hw, pre, x, dec, y, s, cluster=cluster)
+        multi = cluster if cluster.multi_node else None
+        (pa, ps), (da, ds) = (side_setup(row, side, arch, s) for side in ("prefill", "decode"))
+        cases = (make_case(pa, pre, hw, ps, cluster=multi), make_case(da, dec, hw, ds, cluster=multi))
+        d = make_disagg(arch, hw, pre, x, dec, y, ps, ds, cluster=cluster, cases=cases)
         terms = terms_for(hw, base.engine)
     except (AdvisorError, ValueError) as err:  # pydantic's ValidationError is a ValueError
         return _with(base, reason="cannot build the deployment: " + " ".join(str(err).split()))
