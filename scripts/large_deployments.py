@@ -18,9 +18,11 @@ Mechanisms, and which the advisor models:
   MoE exchange timed by `hardware/ep_exchange.py` in that mode (across nodes over the NICs; inside an NVL72 rack over
   NVLink). The step model has no phase for it, and inside one NVLink domain it costs SGLang's default exchange
   (all-gather/reduce-scatter), so the script hands the mode to the timer (`deepep_comm`).
-- Two-batch overlap (TBO, `--enable-two-batch-overlap`) and DeepSeek's 5-stage decode pipeline: no. The exchange is
-  added to the step, not hidden behind attention and MoE; the H100 sources say TBO gives 27-35% in prefill and 25.5%
-  in decode at 256 sequences a GPU.
+- Two-batch overlap (TBO, `--enable-two-batch-overlap`): yes where the source ran it (the 96-H100 prefill and decode,
+  issue 6017's commands): the setting `two_batch_overlap`, the step of two micro-batches whose dispatch/combine runs
+  under the other's compute (`cost/tbo.py`). The H100 source credits it with 27-35% in prefill and 25.5% in decode
+  at 256 sequences a GPU; the GB200 recipe runs without it. DeepSeek's own dual micro-batch overlap and 5-stage
+  decode pipeline (its service rows): no, those rows are the step without overlap.
 - MTP (DeepSeek's own service): reported with one drafted token at the acceptance DeepSeek-V3's report gives.
 """
 
@@ -140,7 +142,8 @@ def deepseek_v3(arch: ModelArch | None = None) -> ModelArch:
 def sglang_h100(arch: ModelArch, tbo: bool = True) -> list[Deployment]:
     """LMSYS 2025-05-05: prefill 4 nodes EP32 at 16,384 tokens a device (`--chunked-prefill-size 524288` over 32 DP
     ranks, `--mem-fraction-static 0.85`), decode 9 nodes EP72 at 256 sequences a device (`--cuda-graph-bs 256`,
-    `--mem-fraction-static 0.835`), 2,000-token inputs (issue 6017's commands)."""
+    `--mem-fraction-static 0.835`), 2,000-token inputs, both with `--enable-two-batch-overlap` (issue 6017's
+    commands); `tbo=False`: the same without it (the blog's TBO ablation)."""
     h100 = load_profile("h100-sxm")
     pre_set = {"engine": "sglang", "max_num_batched_tokens": 16384, "max_model_len": 8192,
                "gpu_memory_utilization": 0.85, "two_batch_overlap": tbo}
