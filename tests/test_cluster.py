@@ -131,13 +131,14 @@ def test_rank_layout_follows_each_engine() -> None:
     assert sglang[1, 0].tolist() == [4, 5, 6, 7] and sglang[0, 1].tolist() == [8, 9, 10, 11]
 
 
-def test_tp_never_crosses_nics() -> None:
+def test_tp_crosses_nics_only_over_whole_nvlink_domains() -> None:
     c = cluster("h100-sxm", 2)
-    why = cluster_reason(Plan(tp=16), c)
-    assert why is not None and "TP16 would cross the NICs" in why and "a node holds 8 GPUs on NVLink" in why
+    assert cluster_reason(Plan(tp=16), c) is None  # two whole NVLink nodes over the fabric: costed
     # TP6 x DP2: the second replica's TP group would straddle GPUs 6-11, across the two nodes
     straddle = cluster_reason(Plan(tp=6, dp=2), c)
-    assert straddle is not None and "TP6 would cross" in straddle
+    assert straddle is not None and "TP6 would cross" in straddle and "straddles a domain unevenly" in straddle
+    pcie = cluster_reason(Plan(tp=16), cluster("rtx-pro-6000-server", 2))
+    assert pcie is not None and "a node holds 8 GPUs on PCIe" in pcie and "nodes without NVLink" in pcie
     assert cluster_reason(Plan(tp=8, pp=2), c) is None
     assert cluster_reason(Plan(tp=1, dp=16, ep=16), c) is None
     assert cluster_reason(Plan(tp=8, pp=4), c) == "needs 32 GPUs (TP8 x PP4 x DP1), the cluster has 16 (2 x 8)"
@@ -150,7 +151,10 @@ def test_candidate_plans_on_a_cluster() -> None:
     c = cluster("h100-sxm", 9)  # SGLang's decode deployment: EP72 over nine 8-GPU nodes
     plans = set(candidate_plans(catalog_arch(DSV3), 72, c))
     assert Plan(tp=1, dp=72, ep=72) in plans and Plan(tp=8, pp=9) in plans
-    assert all(p.tp <= 8 and p.gpus <= 72 for p in plans)
+    assert all((p.tp <= 8 or p.tp in (16, 32, 64)) and p.gpus <= 72 for p in plans)
+    assert Plan(tp=16, pp=4) in plans and Plan(tp=64) in plans  # TP over whole nodes, powers of two
+    pcie = set(candidate_plans(catalog_arch(DSV3), 16, cluster("rtx-pro-6000-server", 2)))
+    assert max(p.tp for p in pcie) == 8
     rack = set(candidate_plans(catalog_arch(DSV3), 72, cluster("gb200", 18)))
     assert Plan(tp=1, dp=72, ep=72) in rack and Plan(tp=16, dp=4, ep=64) in rack  # TP up to the 72-GPU domain
 
@@ -244,4 +248,20 @@ def test_cluster_sweep_runs_the_wide_ep_plan() -> None:
     cases = all_cases(a, hw, Settings(engine="sglang"), cluster=cluster("h100-sxm", 2))
     runs = {c.plan for c in cases if c.runs}
     assert Plan(tp=8, pp=2) in runs and Plan(tp=8, dp=2, ep=16) in runs
-    assert not any(c.plan.tp > 8 for c in cases)
+    assert Plan(tp=16) in runs and all(c.plan.tp in (*range(1, 9), 16) for c in cases)
+
+
+def test_tp16_over_two_nodes_times_its_allreduces_across_the_fabric() -> None:
+    """TP16 on two 8x H100 nodes: every TP collective spans the 2 fast domains and is timed by the scale-out model
+    (two-level allreduce: reduce-scatter inside the node, the 1/8 shard over the NICs, all-gather back) at 8 GPUs a
+    domain; the step's collectives cost more than TP8 x PP2's on the same GPUs."""
+    a, c = catalog_arch(DSV3), cluster("h100-sxm", 2)
+    tp16 = make_case(a, Plan(tp=16), c.node, Settings(engine="sglang"), cluster=c)
+    assert tp16.runs, tp16.reason
+    tps = [x for x in tp16.collectives if x.slot.op in ("allreduce", "allgather")]
+    assert tps and all(x.group == 16 and x.domains == 2 for x in tps)
+    comm = comm_fn(c.node, "sglang", c)
+    S = np.array([32 * 7168 * 2.0])
+    assert comm("allreduce", S, 16, 2) == pytest.approx(
+        collective_time_us(c, "allreduce", S, Span(16, 2, 2, 8), "sglang") * 1e-6)
+    assert comm("allreduce", S, 16, 2) > 3 * comm("allreduce", S, 8)  # the NIC hop dominates the in-node ring

@@ -109,18 +109,19 @@ def step_collectives(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ..
     attn_layers = sum(g.layers for g in arch.attn_groups if g.kind in ("full", "sliding", "mla"))
     mixer_layers = sum(g.layers for g in arch.attn_groups)
     if plan.tp > 1:
+        t = spans.get("tp", 1)  # > 1: a TP group over whole NVLink domains across the NICs (`plan.tp_across_nics`)
         out.append(Collective("attention/mixer output projection", TP_HIDDEN, plan.tp, mixer_layers, h,
-                              mixer_layers))
+                              mixer_layers, t))
         if arch.dense_mlp_layers:
             out.append(Collective("dense MLP down_proj", TP_HIDDEN, plan.tp, arch.dense_mlp_layers, h,
-                                  arch.dense_mlp_layers))
+                                  arch.dense_mlp_layers, t))
         if moe_layers and plan.dp == 1:
-            out.append(Collective("MoE final reduce", TP_HIDDEN, plan.tp, moe_layers, h, moe_layers))
-        out.append(Collective("vocab-parallel embedding", TP_HIDDEN, plan.tp, 1, h))
+            out.append(Collective("MoE final reduce", TP_HIDDEN, plan.tp, moe_layers, h, moe_layers, t))
+        out.append(Collective("vocab-parallel embedding", TP_HIDDEN, plan.tp, 1, h, domains=t))
         if arch.qk_norm_full_width:
             out.append(Collective("full-width q/k RMSNorm variance (fp32)", TP_TINY, plan.tp, attn_layers,
-                                  QK_VARIANCE_BYTES, attn_layers))
-        out.append(Collective("logits all-gather", LOGITS, plan.tp, 1, arch.vocab_size * ACT_BYTES))
+                                  QK_VARIANCE_BYTES, attn_layers, t))
+        out.append(Collective("logits all-gather", LOGITS, plan.tp, 1, arch.vocab_size * ACT_BYTES, domains=t))
     if moe_layers and plan.dp > 1:
         out += _moe_exchange(arch, plan, weights, moe_layers, spans.get("ep", 1), deepep_ready(cluster),
                              mnnvl_alltoall(arch, plan, cluster, engine))
@@ -190,11 +191,11 @@ def deepep_exchange(plan: Plan, cluster: Cluster | None, engine: str = "vllm") -
 
 
 def _spans(plan: Plan, cluster: Cluster, engine: str) -> dict[str, int]:
-    """Fast domains spanned by rank 0's EP (TP x DP of one stage) and DP groups, and how many of one replica's
+    """Fast domains spanned by rank 0's EP (TP x DP of one stage), DP and TP groups, and how many of one replica's
     PP sends cross between fast domains (`plan.rank_layout`: [dp, pp, tp] -> GPU)."""
     g = rank_layout(plan, engine) // cluster.fast_domain_gpus  # [dp, pp, tp] -> fast domain
     return {"ep": int(np.unique(g[:, 0, :]).size), "dp": int(np.unique(g[:, 0, 0]).size),
-            "pp_net": int(np.count_nonzero(np.diff(g[0, :, 0])))}
+            "tp": int(np.unique(g[0, 0, :]).size), "pp_net": int(np.count_nonzero(np.diff(g[0, :, 0])))}
 
 
 def slot_rows(collectives: tuple[Collective, ...]) -> dict[str, tuple[float, float, float, float]]:

@@ -6,12 +6,15 @@ Rules and their vLLM sources:
 - block-FP8 MoE: (I / moe_tp) % 128 (`fp8.py:Fp8MoEMethod.create_weights`); INT4 group g: (I / tp) % g;
   NVFP4: (K / tp) % 16 (`modelopt.py`)
 - GPUs used <= GPUs in the node (or the cluster); PP stages <= layers
-- on a cluster (`hardware/cluster.py`): every TP group inside one fast domain (a node's NVLink or PCIe, or an
-  NVL72 rack), never across NICs: vLLM's multi-node guide sets "the tensor parallel size to the number of GPUs in
-  each node, and the pipeline parallel size to the number of nodes" (`docs/serving/parallelism_scaling.md`), SGLang
-  and TensorRT-LLM run wide EP as attention-DP x EP across nodes with attention TP 1 (SGLang `docs/advanced_features/
-  expert_parallelism.md`: DeepEP "only support[s] cases where ep_size = tp_size"; TensorRT-LLM
-  `examples/wide_ep/README.md`); PP, DP and EP may cross nodes
+- on a cluster (`hardware/cluster.py`): a TP group inside one fast domain (a node's NVLink or PCIe, or an NVL72
+  rack), or over whole NVLink domains joined by the fabric (TP16 on two 8-GPU nodes), costed with its allreduces
+  across the NICs: every engine runs it (vLLM `docs/serving/distributed_serving.md`: "tensor_parallel_size to the
+  number of GPUs ... across all machines" under Ray; SGLang `docs/references/multi_node.md`: DeepSeek-V3 `--tp 16
+  --nnodes 2`; TensorRT-LLM through MPI, the TP16 H100 runs of tests/data/bench/silicon_disagg_dev.csv), though
+  vLLM's guide prefers "the tensor parallel size to the number of GPUs in each node, and the pipeline parallel size
+  to the number of nodes". Refused: a TP group straddling a domain boundary unevenly (TP6 x DP2 on 8-GPU nodes),
+  and TP across nodes of PCIe boxes (no NVLink: every layer's allreduce would leave through the host's PCIe and
+  the NIC; no engine documents it). PP, DP and EP may cross nodes
 """
 
 from __future__ import annotations
@@ -80,13 +83,22 @@ def cluster_reason(plan: Plan, cluster: Cluster, engine: str = "vllm") -> str | 
                 f"({cluster.nodes} x {cluster.gpus_per_node})")
     layout = rank_layout(plan, engine).reshape(-1, plan.tp)
     domain = cluster.fast_domain_gpus
-    if plan.tp > 1 and bool(np.any(layout[:, 0] // domain != layout[:, -1] // domain)):
+    if plan.tp > 1 and bool(np.any(layout[:, 0] // domain != layout[:, -1] // domain)) \
+            and not tp_across_nics(plan, cluster):
         where = (f"one {cluster.fast_link} domain holds {domain} GPUs" if cluster.rack_nodes > 1
                  else f"a node holds {domain} GPUs on {cluster.fast_link}")
-        return (f"TP{plan.tp} would cross the NICs between nodes ({where}): tensor parallelism stays inside a fast "
-                "domain, one allreduce per layer over the network would dominate the step (vLLM's multi-node "
-                "guide: TP = GPUs per node, PP = nodes); use PP, DP or EP across nodes")
+        how = ("nodes without NVLink" if cluster.fast_link != "NVLink" or cluster.fabric is None
+               else "a group that straddles a domain unevenly")
+        return (f"TP{plan.tp} would cross the NICs between nodes ({where}): across the NICs TP runs only over whole "
+                f"NVLink domains, not on {how} (one allreduce per layer over the network; vLLM's multi-node guide: "
+                "TP = GPUs per node, PP = nodes); use PP, DP or EP across nodes")
     return None
+
+
+def tp_across_nics(plan: Plan, cluster: Cluster) -> bool:
+    """Whether a TP group that leaves its fast domain is a plan the engines run (module docstring): NVLink domains
+    joined by a fabric, and every TP group over whole domains (TP a multiple of the domain's GPUs)."""
+    return cluster.fast_link == "NVLink" and cluster.fabric is not None and plan.tp % cluster.fast_domain_gpus == 0
 
 
 def invalid_reason(arch: ModelArch, plan: Plan, num_gpus: int, weights: tuple[WeightGroup, ...],
@@ -174,7 +186,8 @@ def candidate_plans(arch: ModelArch, num_gpus: int, cluster: Cluster | None = No
     vLLM, SGLang and TensorRT-LLM take any integer sizes, e.g. PP3 on 3 or 6 GPUs), EP in {1, TP x DP} (vLLM's
     only EP sizes).
 
-    On a multi-node cluster (`_cluster_plans`): TP up to one fast domain (it never crosses NICs), PP and DP in
+    On a multi-node cluster (`_cluster_plans`): TP up to one fast domain, or whole NVLink domains in powers of two
+    across the NICs (`tp_across_nics`), PP and DP in
     powers of two or the size that fills the cluster (PP = nodes; DP x TP = every GPU: the wide-EP deployments,
     e.g. DP72 on nine 8-GPU nodes): every integer size on hundreds of GPUs would be thousands of plans."""
     if cluster is not None and cluster.multi_node:
@@ -204,7 +217,9 @@ def spanning_plans(cluster: Cluster | None, moe: bool) -> list[Plan]:
 def _cluster_plans(arch: ModelArch, cluster: Cluster) -> Iterator[Plan]:
     n = cluster.gpus
     twos = [k for k in (2 ** i for i in range(11)) if k <= n]
-    for tp in range(1, cluster.fast_domain_gpus + 1):
+    wide = [cluster.fast_domain_gpus * k for k in twos[1:] if cluster.fast_domain_gpus * k <= n] \
+        if tp_across_nics(Plan(tp=cluster.fast_domain_gpus), cluster) else []
+    for tp in [*range(1, cluster.fast_domain_gpus + 1), *wide]:
         pps = {k for k in twos if tp * k <= n} | ({cluster.nodes} if tp * cluster.nodes <= n else set())
         for pp in sorted(pps):
             fill = {n // (tp * pp)} if n % (tp * pp) == 0 else set()
