@@ -9,8 +9,9 @@ Rules and their vLLM sources:
 - on a cluster (`hardware/cluster.py`): a TP group inside one fast domain (a node's NVLink or PCIe, or an NVL72
   rack), or over whole NVLink domains joined by the fabric (TP16 on two 8-GPU nodes), costed with its allreduces
   across the NICs: every engine runs it (vLLM `docs/serving/distributed_serving.md`: "tensor_parallel_size to the
-  number of GPUs ... across all machines" under Ray; SGLang `docs/references/multi_node.md`: DeepSeek-V3 `--tp 16
-  --nnodes 2`; TensorRT-LLM through MPI, the TP16 H100 runs of tests/data/bench/silicon_disagg_dev.csv), though
+  number of GPUs ... across all machines" under Ray; SGLang `docs/references/multi_node_deployment/
+  multi_node.md`: Llama 3.1 405B `--tp 16 --nnodes 2`; TensorRT-LLM through MPI, the TP16 H100 runs of
+  tests/data/bench/silicon_disagg_dev.csv), though
   vLLM's guide prefers "the tensor parallel size to the number of GPUs in each node, and the pipeline parallel size
   to the number of nodes". Refused: a TP group straddling a domain boundary unevenly (TP6 x DP2 on 8-GPU nodes),
   and TP across nodes of PCIe boxes (no NVLink: every layer's allreduce would leave through the host's PCIe and
