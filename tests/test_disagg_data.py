@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from advisor.calibrate.disagg_columns import COLUMNS, PLAN_STATUS, REQUIRED
+from research.disagg_recipes import CELLS, recipe_cells
 from research.disagg_recover import DYNAMO_TRTLLM, GPUS_PER_NODE, read_configs
 from research.disagg_rows import run_key
 
@@ -163,3 +164,18 @@ def test_every_config_reference_is_in_the_configs_table(rows: list[dict[str, str
     refs = {ref for r in rows for ref in r["config_ref"].split(" | ") if ref}
     assert refs and refs <= table
     assert all(r["config_ref"] for r in rows if r["plan_rule"] in ("config", "several-configs"))
+
+
+def test_recipe_cells_are_the_recipes_and_make_the_ep_sizes_form(rows: list[dict[str, str]]) -> None:
+    """Every row's redundant-expert and memory-fraction cells are what its recipes give (`recipe_cells`, README
+    "Redundant experts and memory fraction"); every settled SGLang DeepSeek decode worker whose EP does not divide
+    256 experts carries slots that make experts + slots divide it."""
+    assert [{k: r[k] for k in CELLS} for r in rows] == [recipe_cells(r) for r in rows]
+    carried = [r for r in rows if any(r[k] for k in CELLS)]
+    assert len(carried) == 96 and {r["engine"] for r in carried} == {"sglang"}
+    assert sum(r["decode_redundant_experts"] == "32" for r in carried) == 72
+    for r in rows:
+        ep = int(r["decode_moe_ep"] or 1)
+        if r["engine"] == "sglang" and r["plan_status"] != "unsettled" and "deepseek" in r["model"].lower() \
+                and 256 % ep:
+            assert (256 + int(r["decode_redundant_experts"] or 0)) % ep == 0, r["source"]
