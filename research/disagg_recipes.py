@@ -1,6 +1,7 @@
 """What a measured disaggregated run's recipe passed to its engine beyond the plan: SGLang's redundant expert slots
-(`--ep-num-redundant-experts`, `arch/redundant.py`) and memory fraction (`--mem-fraction-static`) on each side, for
-the `<side>_redundant_experts` and `<side>_mem_fraction` cells of silicon_disagg_dev.csv (`recipe_cells`).
+(`--ep-num-redundant-experts`, `arch/redundant.py`), memory fraction (`--mem-fraction-static`) and MoE all-to-all
+(`--moe-a2a-backend deepep` or `--enable-deepep-moe`) on each side, for the `<side>_redundant_experts`,
+`<side>_mem_fraction` and `<side>_moe_a2a` cells of silicon_disagg_dev.csv (`recipe_cells`).
 
 A row takes them from the recipes its configurations ran (`config_ref`, one or more `file@commit key [recipe]`):
 every configuration it names must have an entry below for its lengths and decode worker size, and the entries must
@@ -15,13 +16,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CELLS = ("prefill_redundant_experts", "prefill_mem_fraction", "decode_redundant_experts", "decode_mem_fraction")
+CELLS = ("prefill_redundant_experts", "prefill_mem_fraction", "prefill_moe_a2a", "decode_redundant_experts",
+         "decode_mem_fraction", "decode_moe_a2a")
 ELNIFIO = ("Elnifio/dynamo update-result-file-name components/backends/sglang/slurm_jobs/scripts/gb200-fp8.sh "
-           "(revision 0bf64d4c; ai-dynamo/dynamo 085194da the same flag): --ep-num-redundant-experts 32 on both "
-           "sides; --mem-fraction-static differs between revisions (prefill none or 0.8), not recorded")
+           "(revision 0bf64d4c; ai-dynamo/dynamo 085194da the same flags): --ep-num-redundant-experts 32 and "
+           "--enable-deepep-moe on both sides; --mem-fraction-static differs between revisions (prefill none or "
+           "0.8), not recorded")
 SRT = "ishandhanani/srt-slurm sa-submission-q1-2026"  # the branch runners/launch_gb*-nv.sh check out (2026-02)
 INFERRED_EP48 = ("inferred: the pinned script revision is not available; EP48 over 256 experts forms only with "
-                 "redundant slots, 32 in every GB200/GB300 DeepSeek recipe of SGLang read")
+                 "redundant slots, 32 in every GB200/GB300 DeepSeek recipe of SGLang read, each of which runs its "
+                 "DEP decode with DeepEP")
 LOW_LATENCY = ("--mem-fraction-static 0.95 on both sides in every GB200 FP8 low-latency script read "
                "(ai-dynamo/dynamo examples/backends/sglang/slurm_jobs/scripts/gb200-fp8/disagg/1p_4d.sh 341b5dff, "
                "8k1k-low-latency.sh bc8ca754; srt-slurm recipes/gb200-fp8/1k1k/low-latency.yaml)")
@@ -35,62 +39,64 @@ class Recipe:
     ref: str
     isl: int | None
     decode_gpus: int | None
-    prefill: tuple[str, str]  # (redundant experts, memory fraction); "" not established
-    decode: tuple[str, str]
+    prefill: tuple[str, str, str]  # (redundant experts, memory fraction, MoE all-to-all); "" not established
+    decode: tuple[str, str, str]
     how: str  # read | inferred
     source: str
 
 
+A2A_HEAD = ("moe-a2a-backend deepep as NVIDIA/srt-slurm 04ff0a0a has the same file (the fork revision the run "
+            "pinned was read for the other flags)")
 RECIPES: tuple[Recipe, ...] = (
     # Before 2025-12-05 InferenceX's own launcher ran Elnifio's Dynamo fork for every ISL (the rack-scale rows)
-    Recipe("runners/launch_gb200-nv.sh@450d834a9 dsr1-fp8-gb200-dynamo-sglang", None, None, ("32", ""), ("32", ""),
-           "read", ELNIFIO),
+    Recipe("runners/launch_gb200-nv.sh@450d834a9 dsr1-fp8-gb200-dynamo-sglang", None, None,
+           ("32", "", "deepep"), ("32", "", "deepep"), "read", ELNIFIO),
     # benchmarks/dsr1_fp8_gb200_dynamo-sglang_slurm.sh@93e1b3ca1: 8k1k clones Elnifio's fork, 1k1k the
     # ishan/sa-1.1-sgl-dsr1-fp8 branch of ai-dynamo/dynamo (1k1k-max-tpt or 1p_4d)
-    Recipe("nvidia-master.yaml@93e1b3ca1 dsr1-fp8-gb200-dynamo-sglang", 8192, None, ("32", ""), ("32", ""), "read",
-           ELNIFIO),
-    Recipe("nvidia-master.yaml@93e1b3ca1 dsr1-fp8-gb200-dynamo-sglang", 1024, 48, ("", ""), ("32", ""), "inferred",
-           INFERRED_EP48),
-    Recipe("runners/launch_gb200-nv.sh@175fe5364 dsr1-fp8-gb200-dynamo-sglang", 1024, 48, ("", ""), ("32", ""),
-           "inferred", INFERRED_EP48),
-    Recipe("nvidia-master.yaml@93e1b3ca1 dsr1-fp8-gb200-dynamo-sglang", 1024, 4, ("", "0.95"), ("", "0.95"), "read",
-           LOW_LATENCY),
-    Recipe("runners/launch_gb200-nv.sh@175fe5364 dsr1-fp8-gb200-dynamo-sglang", 1024, 4, ("", "0.95"),
-           ("", "0.95"), "read", LOW_LATENCY),
+    Recipe("nvidia-master.yaml@93e1b3ca1 dsr1-fp8-gb200-dynamo-sglang", 8192, None,
+           ("32", "", "deepep"), ("32", "", "deepep"), "read", ELNIFIO),
+    Recipe("nvidia-master.yaml@93e1b3ca1 dsr1-fp8-gb200-dynamo-sglang", 1024, 48,
+           ("", "", ""), ("32", "", "deepep"), "inferred", INFERRED_EP48),
+    Recipe("runners/launch_gb200-nv.sh@175fe5364 dsr1-fp8-gb200-dynamo-sglang", 1024, 48,
+           ("", "", ""), ("32", "", "deepep"), "inferred", INFERRED_EP48),
+    Recipe("nvidia-master.yaml@93e1b3ca1 dsr1-fp8-gb200-dynamo-sglang", 1024, 4,
+           ("", "0.95", ""), ("", "0.95", ""), "read", LOW_LATENCY),
+    Recipe("runners/launch_gb200-nv.sh@175fe5364 dsr1-fp8-gb200-dynamo-sglang", 1024, 4,
+           ("", "0.95", ""), ("", "0.95", ""), "read", LOW_LATENCY),
     # c040b5cf2 / c4cde0370: ai-dynamo/dynamo b7107d00 examples/backends/sglang/slurm_jobs, SCRIPT_MODE per entry
-    Recipe("nvidia-master.yaml@c040b5cf2 dsr1-fp8-gb200-dynamo-sglang", 1024, 48, ("", ""), ("32", ""), "inferred",
-           INFERRED_EP48),
-    Recipe("nvidia-master.yaml@c040b5cf2 dsr1-fp4-gb200-dynamo-sglang", None, 48, ("", ""), ("32", ""), "inferred",
-           INFERRED_EP48),
-    Recipe("nvidia-master.yaml@c040b5cf2 dsr1-fp8-gb200-dynamo-sglang", None, 4, ("", "0.95"), ("", "0.95"),
-           "inferred", LOW_LATENCY),
-    Recipe("nvidia-master.yaml@c4cde0370 dsr1-fp8-gb200-dynamo-sglang", 8192, 4, ("", "0.95"), ("", "0.95"),
-           "inferred", LOW_LATENCY),
+    Recipe("nvidia-master.yaml@c040b5cf2 dsr1-fp8-gb200-dynamo-sglang", 1024, 48,
+           ("", "", ""), ("32", "", "deepep"), "inferred", INFERRED_EP48),
+    Recipe("nvidia-master.yaml@c040b5cf2 dsr1-fp4-gb200-dynamo-sglang", None, 48,
+           ("", "", ""), ("32", "", "deepep"), "inferred", INFERRED_EP48),
+    Recipe("nvidia-master.yaml@c040b5cf2 dsr1-fp8-gb200-dynamo-sglang", None, 4,
+           ("", "0.95", ""), ("", "0.95", ""), "inferred", LOW_LATENCY),
+    Recipe("nvidia-master.yaml@c4cde0370 dsr1-fp8-gb200-dynamo-sglang", 8192, 4,
+           ("", "0.95", ""), ("", "0.95", ""), "inferred", LOW_LATENCY),
     # 2026-02: srtctl recipes (file: the recipe path of the configuration)
-    Recipe("recipes/gb200-fp8/1k1k/low-latency.yaml", None, None, ("0", "0.95"), ("0", "0.95"), "read",
-           "NVIDIA/srt-slurm 96f34420 recipes/gb200-fp8/1k1k/low-latency.yaml: mem-fraction-static 0.95, no "
-           "ep-num-redundant-experts, both sides"),
-    Recipe("recipes/gb200-fp8/1k1k/mid-curve.yaml", None, None, ("32", "0.75"), ("32", "0.82"), "read",
-           "NVIDIA/srt-slurm eb889c08 recipes/gb200-fp8/1k1k/mid-curve.yaml: ep-num-redundant-experts 32 both "
-           "sides, mem-fraction-static 0.75 / 0.82"),
-    Recipe("recipes/gb200-fp8/8k1k/max_tpt.yaml", None, None, ("32", "0.80"), ("32", "0.82"), "read",
-           "NVIDIA/srt-slurm eb889c08 recipes/gb200-fp8/8k1k/max_tpt.yaml: ep-num-redundant-experts 32 both "
-           "sides, mem-fraction-static 0.80 / 0.82"),
-    Recipe("recipes/gb300-fp8/8k1k/stp/max.yaml", None, None, ("32", "0.75"), ("32", "0.82"), "read",
-           f"{SRT} (revision f64d2b9f) recipes/gb300-fp8/8k1k/stp/max.yaml: ep-num-redundant-experts 32 both "
-           "sides, mem-fraction-static 0.75 / 0.82"),
-    Recipe("recipes/gb200-fp4/1k1k/max-tpt.yaml", None, None, ("0", "0.84"), ("32", "0.83"), "read",
-           f"{SRT} (revision ab586514) recipes/gb200-fp4/1k1k/max-tpt.yaml: ep-num-redundant-experts 32 on the "
-           "decode side only, mem-fraction-static 0.84 / 0.83"),
-    Recipe("recipes/gb200-fp4/8k1k/mid-curve.yaml", None, None, ("0", "0.95"), ("32", "0.83"), "read",
-           f"{SRT} (revision ab586514) recipes/gb200-fp4/8k1k/mid-curve.yaml: ep-num-redundant-experts 32 on the "
-           "decode side only, mem-fraction-static 0.95 / 0.83"),
-    Recipe("recipes/gb300-fp4/1k1k/max_tpt.yaml", None, None, ("0", "0.84"), ("32", "0.83"), "read",
-           f"{SRT} (revision ab586514) recipes/gb300-fp4/1k1k/max_tpt.yaml: ep-num-redundant-experts 32 on the "
-           "decode side only, mem-fraction-static 0.84 / 0.83"),
-    Recipe("recipes/gb300-fp4/8k1k/mid_curve.yaml", None, None, ("0", "0.95"), ("32", "0.83"), "read",
-           f"{SRT} (revision ab586514) recipes/gb300-fp4/8k1k/mid_curve.yaml: ep-num-redundant-experts 32 on the "
-           "decode side only, mem-fraction-static 0.95 / 0.83"),
+    Recipe("recipes/gb200-fp8/1k1k/low-latency.yaml", None, None, ("0", "0.95", "none"), ("0", "0.95", "none"),
+           "read", "NVIDIA/srt-slurm 96f34420 recipes/gb200-fp8/1k1k/low-latency.yaml: mem-fraction-static 0.95, "
+           "no ep-num-redundant-experts, no moe-a2a-backend, both sides"),
+    Recipe("recipes/gb200-fp8/1k1k/mid-curve.yaml", None, None, ("32", "0.75", "deepep"), ("32", "0.82", "deepep"),
+           "read", "NVIDIA/srt-slurm eb889c08 recipes/gb200-fp8/1k1k/mid-curve.yaml: ep-num-redundant-experts 32 "
+           "and moe-a2a-backend deepep both sides, mem-fraction-static 0.75 / 0.82"),
+    Recipe("recipes/gb200-fp8/8k1k/max_tpt.yaml", None, None, ("32", "0.80", "deepep"), ("32", "0.82", "deepep"),
+           "read", "NVIDIA/srt-slurm eb889c08 recipes/gb200-fp8/8k1k/max_tpt.yaml: ep-num-redundant-experts 32 "
+           "and moe-a2a-backend deepep both sides, mem-fraction-static 0.80 / 0.82"),
+    Recipe("recipes/gb300-fp8/8k1k/stp/max.yaml", None, None, ("32", "0.75", "deepep"), ("32", "0.82", "deepep"),
+           "read", f"{SRT} (revision f64d2b9f) recipes/gb300-fp8/8k1k/stp/max.yaml: ep-num-redundant-experts 32 "
+           f"both sides, mem-fraction-static 0.75 / 0.82; {A2A_HEAD}"),
+    Recipe("recipes/gb200-fp4/1k1k/max-tpt.yaml", None, None, ("0", "0.84", "none"), ("32", "0.83", "deepep"),
+           "read", f"{SRT} (revision ab586514) recipes/gb200-fp4/1k1k/max-tpt.yaml: ep-num-redundant-experts 32 "
+           f"on the decode side only, mem-fraction-static 0.84 / 0.83; {A2A_HEAD}, decode side only"),
+    Recipe("recipes/gb200-fp4/8k1k/mid-curve.yaml", None, None, ("0", "0.95", "none"), ("32", "0.83", "deepep"),
+           "read", f"{SRT} (revision ab586514) recipes/gb200-fp4/8k1k/mid-curve.yaml: ep-num-redundant-experts 32 "
+           f"on the decode side only, mem-fraction-static 0.95 / 0.83; {A2A_HEAD}, decode side only"),
+    Recipe("recipes/gb300-fp4/1k1k/max_tpt.yaml", None, None, ("0", "0.84", "none"), ("32", "0.83", "deepep"),
+           "read", f"{SRT} (revision ab586514) recipes/gb300-fp4/1k1k/max_tpt.yaml: ep-num-redundant-experts 32 "
+           f"on the decode side only, mem-fraction-static 0.84 / 0.83; {A2A_HEAD}, decode side only"),
+    Recipe("recipes/gb300-fp4/8k1k/mid_curve.yaml", None, None, ("0", "0.95", "none"), ("32", "0.83", "deepep"),
+           "read", f"{SRT} (revision ab586514) recipes/gb300-fp4/8k1k/mid_curve.yaml: ep-num-redundant-experts 32 "
+           f"on the decode side only, mem-fraction-static 0.95 / 0.83; {A2A_HEAD}, decode side only"),
 )
 
 

@@ -26,6 +26,9 @@ _SIDE = {
                          "modelled): the MoE runs as experts + slots (`arch/redundant.py`).",
     "mem_fraction": "The {side} workers' memory fraction as the recipe passes it (SGLang --mem-fraction-static, "
                     "vLLM --gpu-memory-utilization); empty: the engine's own default.",
+    "moe_a2a": "The {side} workers' MoE all-to-all as the recipe passes it: deepep (SGLang --moe-a2a-backend deepep "
+               "or --enable-deepep-moe), none (its default all-gather / reduce-scatter); empty: not established, "
+               "the engine's default modelled.",
 }
 _BATCH = {
     "prefill": "Requests per prefill step as the source counts them (1 in every row it records; recovered rows: 1).",

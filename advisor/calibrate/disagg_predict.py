@@ -109,13 +109,16 @@ def side_plan(row: dict[str, str], side: str) -> Plan:
 
 def side_setup(row: dict[str, str], side: str, arch: ModelArch, settings: Settings) -> tuple[ModelArch, Settings]:
     """One side's model and flags as its recipe ran them: the `<side>_redundant_experts` slots beside the experts
-    (`arch/redundant.py`, the one owner of that rule) and the `<side>_mem_fraction` (the engine's memory share;
-    empty: its default)."""
+    (`arch/redundant.py`, the one owner of that rule), the `<side>_mem_fraction` (the engine's memory share;
+    empty: its default) and the `<side>_moe_a2a` (deepep: DeepEP's all-to-all, `Settings.moe_a2a_backend`)."""
     from advisor.arch.redundant import redundant_experts
 
-    frac = (row.get(f"{side}_mem_fraction") or "").strip()
-    s = Settings.model_validate({**settings.model_dump(exclude_unset=True), "gpu_memory_utilization": frac}) \
-        if frac else settings
+    flags: dict[str, object] = {}
+    if frac := (row.get(f"{side}_mem_fraction") or "").strip():
+        flags["gpu_memory_utilization"] = frac
+    if (row.get(f"{side}_moe_a2a") or "").strip() == "deepep":
+        flags["moe_a2a_backend"] = "deepep"
+    s = Settings.model_validate({**settings.model_dump(exclude_unset=True), **flags}) if flags else settings
     return redundant_experts(arch, _int(row, f"{side}_redundant_experts")), s
 
 

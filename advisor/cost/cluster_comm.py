@@ -69,18 +69,18 @@ def cluster_comm_fn(cluster: Cluster, engine: str, node_comm: Comm) -> Comm:
     def f(op: str, nbytes: np.ndarray, n: int, domains: int = 1, backend: str | None = None,
           moe: tuple[int, int, int] | None = None) -> np.ndarray:
         S = np.asarray(nbytes, dtype=float)
+        span = group_span(cluster, n, domains)
+        if op in ("dispatch", "combine"):
+            assert moe is not None, "an expert all-to-all is timed per MoE shape"
+            name = DEEPEP_BACKEND[engine] if backend == "deepep" else backend
+            return np.asarray(collective_time_us(cluster, op, S, span, engine, name, moe=MoEShape(*moe))) * 1e-6
         if domains <= 1 and n <= cluster.gpus_per_node:
             return node_comm(op, S, n)
-        span = group_span(cluster, n, domains)
         if (engine, op) == ("trtllm", "allreduce") and span.domains == 1:
             if (n, "mnnvl") not in timers:
                 timers[n, "mnnvl"] = mnnvl_allreduce(cluster, n)
             if (mnnvl := timers[n, "mnnvl"]) is not None:
                 return mnnvl(S) * 1e-6
-        if op in ("dispatch", "combine"):
-            assert moe is not None, "an expert all-to-all is timed per MoE shape"
-            name = DEEPEP_BACKEND[engine] if backend == "deepep" else backend
-            return np.asarray(collective_time_us(cluster, op, S, span, engine, name, moe=MoEShape(*moe))) * 1e-6
         return np.asarray(collective_time_us(cluster, op, S, span, physics)) * 1e-6
 
     return f

@@ -99,9 +99,11 @@ class Collective:
 
 
 def step_collectives(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...] | None = None,
-                     cluster: Cluster | None = None, engine: str = "vllm") -> tuple[Collective, ...]:
+                     cluster: Cluster | None = None, engine: str = "vllm", deepep: bool = False
+                     ) -> tuple[Collective, ...]:
     """Every collective one forward issues under `plan` (empty on one GPU); on a multi-node `cluster`, with the fast
-    domains each group spans under `engine`'s rank order (see the module docstring)."""
+    domains each group spans under `engine`'s rank order (see the module docstring); `deepep`: the MoE exchange as
+    DeepEP all-to-all wherever EP runs (`Settings.moe_a2a_backend`)."""
     out: list[Collective] = []
     spans = _spans(plan, cluster, engine) if cluster is not None and cluster.multi_node else {}
     h = arch.hidden_size * ACT_BYTES
@@ -124,7 +126,7 @@ def step_collectives(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ..
         out.append(Collective("logits all-gather", LOGITS, plan.tp, 1, arch.vocab_size * ACT_BYTES, domains=t))
     if moe_layers and plan.dp > 1:
         out += _moe_exchange(arch, plan, weights, moe_layers, spans.get("ep", 1), deepep_ready(cluster),
-                             mnnvl_alltoall(arch, plan, cluster, engine))
+                             mnnvl_alltoall(arch, plan, cluster, engine), deepep)
     if plan.pp > 1:
         net = spans.get("pp_net", 0)
         out.append(Collective("pipeline stage send", PP_SEND, 2, plan.pp - 1 - net, h))
@@ -135,17 +137,18 @@ def step_collectives(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ..
 
 
 def _moe_exchange(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...] | None, moe_layers: int,
-                  domains: int, rdma: bool = True, nvlink_a2a: bool = False) -> list[Collective]:
+                  domains: int, rdma: bool = True, nvlink_a2a: bool = False, deepep: bool = False
+                  ) -> list[Collective]:
     """MoE dispatch and combine over the TP x DP ranks: all-gather / reduce-scatter of every rank's tokens inside
     one fast domain (vLLM's default `allgather_reducescatter`), DeepEP all-to-all of each rank's top-k copies when
     the group crosses nodes where DeepEP runs (`deepep_ready`: its internode and low-latency kernels write into remote
     GPU memory through NVSHMEM, deepseek-ai/DeepEP README); elsewhere (a PCIe box, a fabric without GPUDirect RDMA),
     the NCCL all-gather / reduce-scatter across the nodes (vLLM `allgather_reducescatter`, SGLang
-    `--moe-a2a-backend none`)."""
+    `--moe-a2a-backend none`); `deepep`: DeepEP all-to-all inside a fast domain too, as the user's backend asks."""
     assert arch.moe is not None
     n = plan.tp * plan.dp
     h = arch.hidden_size * ACT_BYTES
-    if (domains > 1 and rdma and plan.ep > 1) or nvlink_a2a:
+    if (domains > 1 and rdma and plan.ep > 1) or nvlink_a2a or (deepep and plan.ep > 1):
         k = arch.moe.experts_per_token
         kind = "NVLink all-to-all" if nvlink_a2a else "DeepEP all-to-all"
         return [Collective(f"MoE dispatch ({kind})", A2A_DISPATCH, n, moe_layers,

@@ -16,6 +16,9 @@ Defaults and their sources:
   `commands/serve.py`), `free_gpu_memory_fraction` 0.9 (`KvCacheConfig`), decode CUDA graphs 1-31, 32, 64, 128
   (`CudaGraphConfig._generate_cuda_graph_batch_sizes`).
 - SGLang `enable_two_batch_overlap` False (`srt/server_args.py`; `cost/tbo.py`), on only by the user's flag.
+- The MoE all-to-all: SGLang `--moe-a2a-backend none`, vLLM `--all2all-backend allgather_reducescatter`
+  (`hardware/a2a_backends.py`); DeepEP across RDMA nodes where the printed command selects it; DeepEP inside a
+  node or rack only by the user's `moe_a2a_backend`.
 - vLLM CUDA-graph capture sizes (`config/vllm.py: VllmConfig._set_cudagraph_sizes`, `cost/engine_defaults.py:
   capture_sizes`); the steps a scheduler prepares ahead (`engines.scheduled_ahead`).
 """
@@ -73,6 +76,7 @@ class EngineArgs(BaseModel):
     spec_acceptance: float | None
     spec_accept_len: float | None
     two_batch_overlap: bool  # SGLang --enable-two-batch-overlap (`cost/tbo.py`); off by default
+    moe_a2a_backend: str  # "default" | "deepep" (`Settings.moe_a2a_backend`); the engine's own by default
     sources: dict[str, str]
 
     def engine_release(self) -> Release:
@@ -167,4 +171,5 @@ def resolve(s: Settings, arch: ModelArch, plan: Plan, hw: HardwareProfile) -> En
         profile_cuda_graphs=profiled, enforce_eager=s.enforce_eager,
         scheduled_ahead=scheduled_ahead(s.engine, version), adp_batching_wait_iters=TRTLLM_ADP_BATCHING_WAIT_ITERS,
         speculative=s.speculative, speculative_tokens=s.speculative_tokens, spec_acceptance=s.spec_acceptance,
-        spec_accept_len=s.spec_accept_len, two_batch_overlap=s.two_batch_overlap, sources=sources)
+        spec_accept_len=s.spec_accept_len, two_batch_overlap=s.two_batch_overlap,
+        moe_a2a_backend=s.moe_a2a_backend, sources=sources)

@@ -146,7 +146,7 @@ def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, args: Engine
                   ) -> dict[str, object]:
     """One row of Features, under the resolved engine arguments (on `cluster` when the plan spans nodes)."""
     fp4 = "fp4" in hw.gpu.native_formats
-    slots = slot_rows(step_collectives(arch, plan, weights, cluster, args.engine))
+    slots = slot_rows(step_collectives(arch, plan, weights, cluster, args.engine, args.moe_a2a_backend == "deepep"))
     b = kv_elem_bytes(args)
     return {
         "layers": arch.num_layers, "hidden": arch.hidden_size, "vocab": arch.vocab_size, "tp": plan.tp,

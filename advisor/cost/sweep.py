@@ -69,7 +69,17 @@ class Case:
 
     @property
     def collectives(self) -> tuple[Collective, ...]:
-        return step_collectives(self.arch, self.plan, self.weights, self.cluster, self.args.engine)
+        return step_collectives(self.arch, self.plan, self.weights, self.cluster, self.args.engine,
+                                self.args.moe_a2a_backend == "deepep")
+
+
+def a2a_reason(settings: Settings, plan: Plan, hw: HardwareProfile) -> str | None:
+    """Why the asked MoE all-to-all cannot run this plan here (`hardware/a2a_backends.py: unusable`), or None."""
+    if settings.moe_a2a_backend != "deepep" or plan.ep == 1 or plan.dp == 1:
+        return None
+    from advisor.hardware.a2a_backends import Fabric, unusable
+
+    return unusable("deepep_auto", Fabric(nvlink=hw.interconnect_class == "nvlink", crosses_nics=False))
 
 
 def node_gpus(hw: HardwareProfile, gpus: int | None, cluster: Cluster | None = None) -> int:
@@ -86,7 +96,8 @@ def make_case(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settin
     multi = cluster if cluster is not None and cluster.multi_node else None
     n = node_gpus(hw, gpus, multi)
     weights = requantize(arch, settings.weight_dtype, settings.engine)
-    invalid = invalid_reason(arch, plan, n, weights, settings.engine, hw.gpu.sm or "", multi)
+    invalid = invalid_reason(arch, plan, n, weights, settings.engine, hw.gpu.sm or "", multi) \
+        or a2a_reason(settings, plan, hw)
     args = resolve(settings, arch, plan, hw)
     # memory of a plan the engine cannot even form (vLLM/SGLang: EP other than TP x DP) is undefined: reason only;
     # TensorRT-LLM forms moe_tp x moe_ep = TP x DP (`Plan.moe_tp`)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from advisor.engines import DEFAULT_ENGINE, DEFAULT_KV_CACHE_DTYPE, Engine, KvDtype, Release, WeightDtype, release
@@ -33,12 +35,19 @@ class Settings(BaseModel):
     # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (None: the release's default)
     profile_cuda_graphs: bool | None = None
     two_batch_overlap: bool = False  # SGLang --enable-two-batch-overlap (`cost/tbo.py`)
+    # the MoE exchange of attention-DP + EP: "default" (the engine's own: all-gather / reduce-scatter inside a fast
+    # domain, DeepEP across RDMA nodes), "deepep" (DeepEP all-to-all inside a node or an NVL72 rack too: SGLang
+    # --moe-a2a-backend deepep, vLLM --all2all-backend deepep_low_latency; `hardware/a2a_backends.py`)
+    moe_a2a_backend: Literal["default", "deepep"] = "default"
 
     @model_validator(mode="after")
     def _modelled_release(self) -> Settings:
         self.release()  # ValueError when the engine version is not a modelled release
         if self.two_batch_overlap and self.engine != "sglang":
             raise ValueError(f"two-batch overlap (--enable-two-batch-overlap) is SGLang's; engine {self.engine}")
+        if self.moe_a2a_backend != "default" and self.engine == "trtllm":
+            raise ValueError("TensorRT-LLM picks its own MoE all-to-all (communication_factory.py: create_strategy); "
+                             "moe_a2a_backend is vLLM's and SGLang's")
         return self
 
     def release(self) -> Release:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from advisor.arch.formats import compute_dtype, short_name
+from advisor.cost.collectives import DEEPEP_BACKEND
 from advisor.cost.engine_args import EngineArgs
 from advisor.cost.plan import Plan
 from advisor.decide.launch import Launch
@@ -146,6 +147,8 @@ def _vllm(s: Serving, args: EngineArgs, quant: str | None) -> tuple[list[str], t
         argv += ["--data-parallel-size", str(p.dp)]
     if p.ep > 1:
         argv.append("--enable-expert-parallel")  # EP = TP x DP (`FusedMoEParallelConfig.make`)
+        if args.moe_a2a_backend == "deepep" and p.dp > 1:  # the exchange as predicted (`Settings.moe_a2a_backend`)
+            argv += ["--all2all-backend", str(DEEPEP_BACKEND["vllm"])]
     if quant:
         argv += ["--quantization", quant]
     argv += ["--max-model-len", str(args.max_model_len), "--gpu-memory-utilization", _kv_share(args),
@@ -171,6 +174,8 @@ def _sglang(s: Serving, args: EngineArgs, quant: str | None) -> tuple[list[str],
         argv += ["--dp-size", str(p.dp), "--enable-dp-attention"]
     if p.ep > 1:
         argv += ["--ep-size", str(p.ep)]
+        if args.moe_a2a_backend == "deepep" and p.dp > 1:  # the exchange as predicted (`Settings.moe_a2a_backend`)
+            argv += ["--moe-a2a-backend", str(DEEPEP_BACKEND["sglang"]), "--deepep-mode", "auto"]
     if p.pp > 1:
         argv += ["--pp-size", str(p.pp)]
     if quant:

@@ -108,7 +108,7 @@ def _sglang(plan: DisaggPlan, w: Worker, argv: list[str], cl: Cluster, env: Env)
     if len(nodes) == 1:
         gpus = _local(cl, w.first, w.gpus)
         return [Launch(w.role, nodes[0], gpus, tuple(dyn), env + _visible(gpus))]
-    if plan.arch.moe is not None and deepep_exchange(p, cl, "sglang"):
+    if plan.arch.moe is not None and deepep_exchange(p, cl, "sglang") and "--moe-a2a-backend" not in dyn:
         dyn += ["--moe-a2a-backend", str(DEEPEP_BACKEND["sglang"]), "--deepep-mode", "auto"]
     every = tuple(range(cl.gpus_per_node))
     return [Launch(w.role, n, every, (*dyn, "--nnodes", str(len(nodes)), "--node-rank", str(i), "--dist-init-addr",

@@ -57,7 +57,7 @@ def multinode_launches(plan: Plan, args: EngineArgs, cluster: Cluster, argv: lis
         more = f" (each node holds {gpn // plan.gpus}: start the others on its other GPUs)" if 2 * plan.gpus <= gpn \
             else ""
         return launches, [f"{copies} independent servers, one per node{more}: put an HTTP load balancer in front"]
-    deepep = moe and deepep_exchange(plan, cluster, args.engine)
+    deepep = moe and deepep_exchange(plan, cluster, args.engine) and args.moe_a2a_backend != "deepep"  # once
     notes = [f"replace {HEAD} with node 0's address, reachable from every node"]
     if args.engine == "sglang":
         extra = ["--moe-a2a-backend", str(DEEPEP_BACKEND["sglang"]), "--deepep-mode", "auto"] if deepep else []
