@@ -74,3 +74,23 @@ def test_printed_and_refused_where_deepep_cannot_run(v3) -> None:  # type: ignor
     assert not box.runs and box.reason is not None and "needs NVLink" in box.reason
     with pytest.raises(ValueError, match="TensorRT-LLM picks its own"):
         Settings(engine="trtllm", moe_a2a_backend="deepep")
+
+
+def test_the_flag_on_the_command_line(advisor) -> None:  # type: ignore[no-untyped-def]
+    """`--moe-a2a deepep` reaches the engine settings and the collectives; TensorRT-LLM and an unknown value get
+    one line and exit 2."""
+    import json
+
+    from conftest import assert_one_line
+
+    flags = ("--hw", "b200-sxm", "--engine", "sglang", "--tp", "1", "--dp", "8", "--ep", "8", "--json")
+    r = advisor("predict", DSV3, *flags, "--moe-a2a", "deepep")
+    assert r.code == 0, r.err
+    d = json.loads(r.out)
+    assert d["engine_args"]["moe_a2a_backend"] == "deepep"
+    assert "DeepEP" in json.dumps(d["collectives"])
+    plain = json.loads(advisor("predict", DSV3, *flags).out)
+    assert plain["engine_args"]["moe_a2a_backend"] == "default" and "DeepEP" not in json.dumps(plain["collectives"])
+    assert_one_line(advisor("predict", DSV3, "--engine", "trtllm", "--moe-a2a", "deepep"), "--moe-a2a deepep",
+                    "TensorRT-LLM")
+    assert_one_line(advisor("rank", DSV3, "--moe-a2a", "nccl"), "--moe-a2a nccl", "default or deepep")

@@ -47,6 +47,11 @@ Nodes = Annotated[int | None, typer.Option(
 FabricOpt = Annotated[str | None, typer.Option(
     "--fabric", show_default=False, help="Scale-out fabric between the nodes, an id the profile lists (`advisor hw "
                                          "show ID`) [default: the profile's first].")]
+MoeA2a = Annotated[str, typer.Option(
+    "--moe-a2a", help="MoE dispatch/combine under attention-DP + EP: default (the engine's own: all-gather / "
+                      "reduce-scatter inside a node or rack, DeepEP across RDMA nodes) or deepep (DeepEP's "
+                      "all-to-all everywhere it runs: SGLang --moe-a2a-backend deepep, vLLM --all2all-backend "
+                      "deepep_low_latency; needs NVLink).")]
 Tp = Annotated[int | None, typer.Option("--tp", min=1, help="Tensor-parallel size.")]
 Pp = Annotated[int | None, typer.Option("--pp", min=1, help="Pipeline-parallel size.")]
 Dp = Annotated[int | None, typer.Option("--dp", min=1, help="Data-parallel (attention) size.")]
@@ -137,7 +142,7 @@ def speculation(speculative: str, tokens: int | None, acceptance: float | None) 
 
 def settings(*, engine: str, engine_version: str | None, max_model_len: int | None, kv_cache_dtype: str,
              gpu_memory_utilization: float | None, weight_dtype: str | None, need_tokens: int = 0,
-             spec: dict[str, object] | None = None) -> Settings:
+             spec: dict[str, object] | None = None, moe_a2a: str = "default") -> Settings:
     """The user's engine flags (every default is filled later, per plan, by `cost/engine_args.py: resolve`).
     Without --max-model-len the default context is raised to `need_tokens` (input + output), else the printed
     serve command would refuse the request."""
@@ -148,12 +153,17 @@ def settings(*, engine: str, engine_version: str | None, max_model_len: int | No
         release(engine, engine_version)
     except ValueError as err:
         raise AdvisorError(str(err)) from None
+    if moe_a2a not in ("default", "deepep"):
+        raise AdvisorError(f"--moe-a2a {moe_a2a}: expected default or deepep")
+    if moe_a2a == "deepep" and engine == "trtllm":
+        raise AdvisorError("--moe-a2a deepep: TensorRT-LLM picks its own MoE all-to-all (communication_factory.py); "
+                           "the flag is vLLM's and SGLang's")
     if max_model_len is None and need_tokens > DEFAULT_MAX_MODEL_LEN:
         max_model_len = need_tokens
     return Settings(max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype,
                     gpu_memory_utilization=gpu_memory_utilization,
                     weight_dtype=weight_dtype, engine=engine, engine_version=engine_version,
-                    **(spec or {}))
+                    moe_a2a_backend=moe_a2a, **(spec or {}))
 
 
 def plan_from_flags(tp: int | None, pp: int | None, dp: int | None, ep: int | None) -> Plan | None:
