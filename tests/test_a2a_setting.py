@@ -94,3 +94,12 @@ def test_the_flag_on_the_command_line(advisor) -> None:  # type: ignore[no-untyp
     assert_one_line(advisor("predict", DSV3, "--engine", "trtllm", "--moe-a2a", "deepep"), "--moe-a2a deepep",
                     "TensorRT-LLM")
     assert_one_line(advisor("rank", DSV3, "--moe-a2a", "nccl"), "--moe-a2a nccl", "default or deepep")
+
+
+def test_rank_on_a_rack_names_deepep_in_its_why_line(advisor) -> None:  # type: ignore[no-untyped-def]
+    """The why-line splits the step's collectives by link: with DeepEP inside the rack, its all-to-all is timed per
+    MoE shape there too (a one-domain expert exchange is not a plain NCCL call)."""
+    r = advisor("rank", "deepseek-ai/DeepSeek-R1", "--hw", "gb200", "--nodes", "4", "--engine", "sglang",
+                "--moe-a2a", "deepep", "--concurrency", "256")
+    assert r.code == 0, r.err
+    assert "(DeepEP all-to-all)" in r.out and "--moe-a2a-backend deepep" in r.out

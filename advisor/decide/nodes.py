@@ -47,8 +47,8 @@ def collective_seconds(case: Case, c: Collective, tokens: float) -> float:
     nbytes = np.array([units[c.slot.scales_with] * c.bytes_per_unit])
     moe = case.arch.moe
     shape = (case.arch.hidden_size, moe.experts_per_token, moe.num_experts) if moe is not None else None
-    t = comm(c.op, nbytes, c.group) if c.domains <= 1 else comm(c.op, nbytes, c.group, c.domains, c.slot.backend,
-                                                                  shape)
+    wide = c.domains > 1 or c.slot.backend is not None  # across the NICs, or an expert all-to-all (per MoE shape)
+    t = comm(c.op, nbytes, c.group, c.domains, c.slot.backend, shape) if wide else comm(c.op, nbytes, c.group)
     return float(c.calls * t[0])
 
 
