@@ -265,3 +265,17 @@ def test_tp16_over_two_nodes_times_its_allreduces_across_the_fabric() -> None:
     assert comm("allreduce", S, 16, 2) == pytest.approx(
         collective_time_us(c, "allreduce", S, Span(16, 2, 2, 8), "sglang") * 1e-6)
     assert comm("allreduce", S, 16, 2) > 3 * comm("allreduce", S, 8)  # the NIC hop dominates the in-node ring
+
+
+def test_copies_never_outnumber_the_users() -> None:
+    """Three users on eight nodes keep three copies of a one-node plan busy, one user each: the total is three
+    times one copy's speed at one user, not eight copies'."""
+    from advisor.cost.terms import Terms
+    from advisor.decide.nodes import _copies
+
+    c = cluster("b200-sxm", 8)
+    case = make_case(catalog_arch(DSV3), Plan(tp=8), c.node, Settings(engine="sglang"))
+    assert case.runs, case.reason
+    r, tok = _copies(case, c, Terms(), 3, 1024, 1024)
+    r1, tok1 = _copies(case, c, Terms(), 1, 1024, 1024)
+    assert (r, r1) == (3, 1) and tok == pytest.approx(3 * tok1, rel=1e-9)

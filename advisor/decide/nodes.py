@@ -89,9 +89,10 @@ def _best(cases: list[Case], terms: Terms, users: float, key: str, input_len: in
 
 def _copies(case: Case, cluster: Cluster, terms: Terms, users: int, input_len: int, output_len: int
             ) -> tuple[int, float]:
-    """(copies the cluster holds, their total tok/s at `users` users in all)."""
-    r = max(cluster.gpus // case.plan.gpus, 1)
-    per = max(users / r, 1.0)
+    """(copies the cluster holds that the users keep busy, at least one user each; their total tok/s at `users`
+    users in all, spread evenly)."""
+    r = max(min(cluster.gpus // case.plan.gpus, users), 1)
+    per = users / r
     sweep = evaluate([case], terms, np.array([per]), np.array([float(input_len)]), np.array([float(output_len)]))
     return r, r * float(sweep.out["output_tok_s"][0, 0, 0])
 
@@ -118,7 +119,8 @@ def scale_out(model: str, one: list[Case], many: list[Case], cluster: Cluster, t
     if load1:
         options.append((load1[1], f"one node ({load1[0].plan.label()})"))
         r, tok = _copies(load1[0], cluster, terms, users, input_len, output_len)
-        options.append((tok, f"{r} copies of {load1[0].plan.label()} ({users / r:g} users each)"))
+        each = f"{users // r:,}" if users % r == 0 else f"{users // r:,}-{users // r + 1:,}"  # whole users
+        options.append((tok, f"{r} copies of {load1[0].plan.label()} ({each} users each)"))
     if loadn:
         options.append((loadn[1], f"{loadn[0].plan.label()} across the nodes"))
     if options:
