@@ -47,6 +47,13 @@ class Recipe:
 
 A2A_HEAD = ("moe-a2a-backend deepep as NVIDIA/srt-slurm 04ff0a0a has the same file (the fork revision the run "
             "pinned was read for the other flags)")
+DEP_BOTH = "ep-num-redundant-experts 32 and moe-a2a-backend deepep both sides"
+DEP_DECODE = "ep-num-redundant-experts 32 and moe-a2a-backend deepep on the decode side only"
+# NVIDIA/srt-slurm main in force on the run's day (b2c9f1a4 of 2026-02-07 until 2026-02-10, 452bb8d4 of 2026-02-11
+# until 2026-02-13) and its later 5063eb43 (the fork branch merged) and 04ff0a0a pass the same flags
+MAIN_0207 = "the same in NVIDIA/srt-slurm main of the run's day (b2c9f1a4), 5063eb43 and 04ff0a0a"
+MAIN_0211 = "the same in NVIDIA/srt-slurm main of the run's day (452bb8d4), 5063eb43 and 04ff0a0a"
+TP_BOTH = "no ep-num-redundant-experts and no moe-a2a-backend either side (TP, expert-parallel-size 1)"
 RECIPES: tuple[Recipe, ...] = (
     # Before 2025-12-05 InferenceX's own launcher ran Elnifio's Dynamo fork for every ISL (the rack-scale rows)
     Recipe("runners/launch_gb200-nv.sh@450d834a9 dsr1-fp8-gb200-dynamo-sglang", None, None,
@@ -97,6 +104,61 @@ RECIPES: tuple[Recipe, ...] = (
     Recipe("recipes/gb300-fp4/8k1k/mid_curve.yaml", None, None, ("0", "0.95", "none"), ("32", "0.83", "deepep"),
            "read", f"{SRT} (revision ab586514) recipes/gb300-fp4/8k1k/mid_curve.yaml: ep-num-redundant-experts 32 "
            f"on the decode side only, mem-fraction-static 0.95 / 0.83; {A2A_HEAD}, decode side only"),
+    # the rest read in full at the fork revision; DeepSeek FP8 DEP prefill and DEP8 / DEP32 decode
+    Recipe("recipes/gb300-fp8/8k1k/stp/mid.yaml", None, None, ("32", "0.75", "deepep"), ("32", "0.82", "deepep"),
+           "read", f"{SRT} (revision f64d2b9f) recipes/gb300-fp8/8k1k/stp/mid.yaml: {DEP_BOTH}, "
+           f"mem-fraction-static 0.75 / 0.82; {MAIN_0207}"),
+    Recipe("recipes/gb300-fp8/1k1k/stp/mid.yaml", None, None, ("32", "0.75", "deepep"), ("32", "0.82", "deepep"),
+           "read", f"{SRT} (revision ab586514) recipes/gb300-fp8/1k1k/stp/mid.yaml: {DEP_BOTH}, "
+           f"mem-fraction-static 0.75 / 0.82; {MAIN_0207}"),
+    Recipe("recipes/gb300-fp8/1k1k/stp/max.yaml", None, None, ("32", "0.75", "deepep"), ("32", "0.82", "deepep"),
+           "read", f"{SRT} (revision ab586514) recipes/gb300-fp8/1k1k/stp/max.yaml: {DEP_BOTH}, "
+           f"mem-fraction-static 0.75 / 0.82; {MAIN_0207}"),
+    Recipe("recipes/gb200-fp8/8k1k/mid-curve.yaml", None, None, ("32", "0.80", "deepep"), ("32", "0.82", "deepep"),
+           "read", f"{SRT} (revision f64d2b9f) recipes/gb200-fp8/8k1k/mid-curve.yaml: {DEP_BOTH}, "
+           f"mem-fraction-static 0.80 / 0.82; {MAIN_0207}"),
+    Recipe("recipes/gb200-fp8/1k1k/max-tpt.yaml", None, None, ("32", "0.75", "deepep"), ("32", "0.82", "deepep"),
+           "read", f"{SRT} (revision ab586514) recipes/gb200-fp8/1k1k/max-tpt.yaml: {DEP_BOTH}, "
+           f"mem-fraction-static 0.75 / 0.82; {MAIN_0207}"),
+    Recipe("recipes/gb200-fp8/1k1k/ultra-tpt.yaml", None, None, ("32", "0.75", "deepep"), ("32", "0.82", "deepep"),
+           "read", f"{SRT} (revision ab586514) recipes/gb200-fp8/1k1k/ultra-tpt.yaml: {DEP_BOTH}, "
+           f"mem-fraction-static 0.75 / 0.82; {MAIN_0207}"),
+    # DeepSeek FP4: TP4 (8k1k) or DEP4 (1k1k) prefill without DeepEP, DEP32 decode with it
+    Recipe("recipes/gb200-fp4/1k1k/mid-curve.yaml", None, None, ("0", "0.84", "none"), ("32", "0.83", "deepep"),
+           "read", f"{SRT} (revision ab586514) recipes/gb200-fp4/1k1k/mid-curve.yaml: {DEP_DECODE}, "
+           f"mem-fraction-static 0.84 / 0.83; {MAIN_0207}"),
+    Recipe("recipes/gb200-fp4/8k1k/max-tpt.yaml", None, None, ("0", "0.95", "none"), ("32", "0.83", "deepep"),
+           "read", f"{SRT} (revision f64d2b9f) recipes/gb200-fp4/8k1k/max-tpt.yaml: {DEP_DECODE}, "
+           f"mem-fraction-static 0.95 / 0.83; {MAIN_0207}"),
+    Recipe("recipes/gb300-fp4/1k1k/mid_curve.yaml", None, None, ("0", "0.84", "none"), ("32", "0.83", "deepep"),
+           "read", f"{SRT} (revision ab586514) recipes/gb300-fp4/1k1k/mid_curve.yaml: {DEP_DECODE}, "
+           f"mem-fraction-static 0.84 / 0.83; {MAIN_0211}"),
+    Recipe("recipes/gb300-fp4/8k1k/max_tpt.yaml", None, None, ("0", "0.95", "none"), ("32", "0.83", "deepep"),
+           "read", f"{SRT} (revision ab586514) recipes/gb300-fp4/8k1k/max_tpt.yaml: {DEP_DECODE}, "
+           f"mem-fraction-static 0.95 / 0.83; {MAIN_0211}"),
+    # low-latency recipes: TP prefill and TP decode workers, neither with redundant slots nor DeepEP
+    Recipe("recipes/gb300-fp8/1k1k/stp/low-latency.yaml", None, None, ("0", "0.95", "none"), ("0", "0.85", "none"),
+           "read", f"{SRT} (revision f64d2b9f) recipes/gb300-fp8/1k1k/stp/low-latency.yaml: {TP_BOTH}, "
+           f"mem-fraction-static 0.95 / 0.85; {MAIN_0207}"),
+    Recipe("recipes/gb300-fp8/8k1k/stp/low-latency.yaml", None, None, ("0", "0.95", "none"), ("0", "0.85", "none"),
+           "read", f"{SRT} (revision f64d2b9f) recipes/gb300-fp8/8k1k/stp/low-latency.yaml: {TP_BOTH}, "
+           f"mem-fraction-static 0.95 / 0.85; {MAIN_0207}"),
+    Recipe("recipes/gb200-fp8/8k1k/low-latency.yaml", None, None, ("0", "0.8", "none"), ("0", "0.8", "none"),
+           "read", f"{SRT} (revision ab586514) recipes/gb200-fp8/8k1k/low-latency.yaml: {TP_BOTH}, "
+           "mem-fraction-static 0.8 / 0.8; the same in NVIDIA/srt-slurm main of the run's day (b2c9f1a4) and "
+           "5063eb43 (04ff0a0a later passes 0.6 / 0.7)"),
+    Recipe("recipes/gb200-fp4/1k1k/low-latency.yaml", None, None, ("0", "0.95", "none"), ("0", "0.95", "none"),
+           "read", f"{SRT} (revision f64d2b9f) recipes/gb200-fp4/1k1k/low-latency.yaml: {TP_BOTH}, "
+           f"mem-fraction-static 0.95 / 0.95; {MAIN_0207}"),
+    Recipe("recipes/gb200-fp4/8k1k/low-latency.yaml", None, None, ("0", "0.95", "none"), ("0", "0.95", "none"),
+           "read", f"{SRT} (revision ab586514) recipes/gb200-fp4/8k1k/low-latency.yaml: {TP_BOTH}, "
+           f"mem-fraction-static 0.95 / 0.95; {MAIN_0207}"),
+    Recipe("recipes/gb300-fp4/1k1k/low_latency.yaml", None, None, ("0", "0.95", "none"), ("0", "0.95", "none"),
+           "read", f"{SRT} (revision ab586514) recipes/gb300-fp4/1k1k/low_latency.yaml: {TP_BOTH}, "
+           f"mem-fraction-static 0.95 / 0.95; {MAIN_0211}"),
+    Recipe("recipes/gb300-fp4/8k1k/low_latency.yaml", None, None, ("0", "0.95", "none"), ("0", "0.95", "none"),
+           "read", f"{SRT} (revision f64d2b9f) recipes/gb300-fp4/8k1k/low_latency.yaml: {TP_BOTH}, "
+           f"mem-fraction-static 0.95 / 0.95; {MAIN_0211}"),
 )
 
 

@@ -172,10 +172,10 @@ def test_recipe_cells_are_the_recipes_and_make_the_ep_sizes_form(rows: list[dict
     EP does not divide 256 experts carries slots that make experts + slots divide it."""
     assert [{k: r[k] for k in CELLS} for r in rows] == [recipe_cells(r) for r in rows]
     carried = [r for r in rows if any(r[k] for k in CELLS)]
-    assert len(carried) == 96 and {r["engine"] for r in carried} == {"sglang"}
-    assert sum(r["decode_redundant_experts"] == "32" for r in carried) == 72
-    assert sum(r["decode_moe_a2a"] == "deepep" for r in carried) == 72
-    assert sum(r["prefill_moe_a2a"] == "deepep" for r in carried) == 46
+    assert len(carried) == 192 and {r["engine"] for r in carried} == {"sglang"}
+    assert sum(r["decode_redundant_experts"] == "32" for r in carried) == 123
+    assert sum(r["decode_moe_a2a"] == "deepep" for r in carried) == 123
+    assert sum(r["prefill_moe_a2a"] == "deepep" for r in carried) == 82
     for r in rows:
         ep = int(r["decode_moe_ep"] or 1)
         if r["engine"] == "sglang" and r["plan_status"] != "unsettled" and "deepseek" in r["model"].lower() \
