@@ -9,7 +9,8 @@ agree; otherwise the cells stay empty (not established: the engine's defaults ar
 recipe file read and how it is established: `read` (the flag in the recipe revision named) or `inferred` (the
 revision the run pinned is not available; the value is the one every recipe of that family read passes, and for
 EP48 the only one that forms: SGLang places experts + slots evenly over the EP ranks, so 256 experts over 48 ranks
-need slots, `srt/eplb/expert_location.py`). tests/data/bench/README.md lists them with the rows they settle.
+need slots, `srt/eplb/expert_location.py`). tests/data/bench/README.md ("Redundant experts, memory
+fraction, MoE all-to-all") gives the rule and the rows it settles; each entry below names its source.
 """
 
 from __future__ import annotations
