@@ -9,9 +9,10 @@ What each row deployed is the bench README's ("Rack-scale rows"). SGLang's GB200
 `components/backends/sglang/slurm_jobs/scripts/gb200-fp8.sh`) runs `--ep-num-redundant-experts 32` on both sides:
 256 experts in 288 slots (EPLB's redundant copies), so DEP48 holds 6 slots a GPU and DEP24 12. The rows carry it
 (`*_redundant_experts`, research/disagg_recipes.py) and the predictor models it (`arch/redundant.py`): 288 experts,
-each slot a whole expert's weights, routing uniform over them. Its
-`--enable-deepep-moe` (DeepEP across the rack's trays) is not: inside one NVLink domain the advisor costs SGLang's
-exchange as its default all-gather / reduce-scatter (`cost/collectives.py`).
+each slot a whole expert's weights, routing uniform over them. Its `--enable-deepep-moe` (DeepEP across the rack's
+trays, low-latency mode on both sides) likewise: the rows carry `*_moe_a2a` deepep and the exchange is DeepEP's
+all-to-all over the rack's NVLink (`Settings.moe_a2a_backend`, `cost/collectives.py`), not SGLang's default
+all-gather / reduce-scatter.
 """
 
 from __future__ import annotations
