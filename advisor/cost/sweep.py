@@ -268,7 +268,7 @@ def evaluate(cases: list[Case], terms: Terms, concurrency: np.ndarray, input_len
     hw, engine, cluster = cases[0].hw, cases[0].args.engine, cases[0].cluster
     assert all(c.hw is hw and c.args.engine == engine and c.cluster == cluster for c in cases), \
         "one hardware profile (and cluster) and engine per sweep"
-    flat = np.stack([c.features() for c in cases])
+    flat = np.concatenate([c.features() for c in cases]).reshape(len(cases), -1)  # one row per case
     rows: dict[object, int] = {}  # a row's bytes -> the first case with them
     first = [rows.setdefault(row, i) for i, row in enumerate(flat.view(np.dtype((np.void, flat[0].nbytes))).ravel()
                                                              .tolist())]
