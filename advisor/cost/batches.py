@@ -1,10 +1,9 @@
-"""The distinct values of a step's per-point quantity for each plan of its grid. A step's dense GEMMs, MoE layers
-and token-sized collectives depend on the plan and on the tokens the step pads its batch to (`step.pad_tokens`)
-only, its logits gather on the plan and the sampled rows, and over a sweep's concurrencies x lengths a plan takes
-few distinct values of them (padded batches are CUDA-graph capture sizes; eager batches and rows repeat across
-lengths): each (plan, value) is costed once, in a table [P, K] of every plan's distinct values, then spread back
-over the grid. The plan axis stays the leading one, so the features broadcast against the table as they do against
-the grid. Every formula is per point, so the spread terms are the grid's own, bit for bit."""
+"""The distinct padded batches of each plan in a step's grid. A step's dense GEMMs, MoE layers and token-sized
+collectives depend on the plan and on the tokens the step pads its batch to (`step.pad_tokens`) only, and over a
+sweep's concurrencies x lengths a plan takes few distinct sizes (CUDA-graph capture sizes; eager batches repeat
+across lengths): each (plan, size) is costed once, in a table [P, K] of every plan's distinct values, then spread
+back over the grid. The plan axis stays the leading one, so the features broadcast against the table as they do
+against the grid. Every formula is per point, so the spread terms are the grid's own, bit for bit."""
 
 from __future__ import annotations
 

@@ -212,24 +212,26 @@ def _on_plans(mask: np.ndarray, shape: tuple[int, ...], fn: Callable[..., np.nda
     return out
 
 
-_LAST_DECODE: dict[str, object] = {}  # the last step's decode attention: its inputs and result
+_LAST_DECODE: list[tuple[object, ...]] = []  # the last step's decode attention: (its inputs, its result)
 
 
 def _shared_decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray, ctx: np.ndarray,
                              q: np.ndarray | float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """`_decode_attention`, reused when the step before ran the same decodes on the same features (a mixed
-    scheduler's step with a prompt chunk and the one without, `serving._mixed`)."""
-    last = _LAST_DECODE
-    if not (last.get("F") is F and last["rates"] == (bw, peak) and _same(last["q"], q) and _same(last["dec"], dec)
-            and _same(last["ctx"], ctx)):
-        last.update(F=F, rates=(bw, peak), q=q, dec=dec, ctx=ctx, val=_decode_attention(F, bw, peak, dec, ctx, q))
-    return last["val"]  # type: ignore[return-value]
+    scheduler's step with a prompt chunk and the one without, `serving._mixed`): the inputs compared bit for bit."""
+    key = (bw, peak, *(_bits(a) for a in (q, dec, ctx)))
+    last = _LAST_DECODE[0] if _LAST_DECODE else None
+    if last is not None and last[0] is F and last[1] == key:
+        return last[2]  # type: ignore[return-value]
+    val = _decode_attention(F, bw, peak, dec, ctx, q)
+    _LAST_DECODE[:] = [(F, key, val)]
+    return val
 
 
-def _same(a: object, b: np.ndarray | float) -> bool:
-    """The same array values, bit for bit (0.0 and -0.0 apart, NaN equal to itself)."""
-    a, b = np.asarray(a), np.asarray(b)
-    return a.shape == b.shape and a.dtype == b.dtype and (a is b or a.tobytes() == b.tobytes())
+def _bits(a: np.ndarray | float) -> tuple[tuple[int, ...], str, bytes]:
+    """An array's shape, dtype and bytes: equal exactly when the values are bit for bit."""
+    a = np.asarray(a)
+    return a.shape, a.dtype.str, a.tobytes()
 
 
 def _decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray,

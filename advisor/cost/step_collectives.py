@@ -14,21 +14,24 @@ from advisor.cost.features import Features
 # (op, bytes, group size) -> seconds; on a cluster also (..., fast domains spanned, backend) (`cost/cluster_comm.py`)
 Comm = Callable[..., np.ndarray]
 
-_GROUPS: dict[str, object] = {}  # the last features' plan groups per slot (a sweep calls the step ~4 times)
+Groups = list[tuple[int, int, np.ndarray]]  # (group size, fast domains spanned, positions of the plans with them)
+_GROUPS: list[tuple[np.ndarray, list[Groups]]] = []  # the last features' groups per slot (a sweep steps ~4 times)
 
 
-def _slot_groups(F: Features) -> list[list[tuple[int, int, np.ndarray]]]:
-    """Per collective slot, (group size, fast domains spanned, positions of the plans with them) for each size > 1;
-    computed once per features (the step is evaluated several times per sweep on the same plans)."""
-    if _GROUPS.get("key") is not F.coll_group:
-        _GROUPS["key"] = F.coll_group
-        g = F.coll_group.reshape(F.coll_group.shape[0], -1, F.coll_group.shape[-1])[:, 0]  # [P, S]
-        d = F.coll_span.reshape(F.coll_span.shape[0], -1, F.coll_span.shape[-1])[:, 0]
-        _GROUPS["val"] = [_groups_of(g[:, k], d[:, k]) for k in range(len(SLOTS))]
-    return _GROUPS["val"]  # type: ignore[return-value]
+def _slot_groups(F: Features) -> list[Groups]:
+    """Per collective slot, its groups of size > 1; computed once per features (the step is evaluated several times
+    per sweep on the same plans)."""
+    last = _GROUPS[0] if _GROUPS else None
+    if last is not None and last[0] is F.coll_group:
+        return last[1]
+    g = F.coll_group.reshape(F.coll_group.shape[0], -1, F.coll_group.shape[-1])[:, 0]  # [P, S]
+    d = F.coll_span.reshape(F.coll_span.shape[0], -1, F.coll_span.shape[-1])[:, 0]
+    groups = [_groups_of(g[:, k], d[:, k]) for k in range(len(SLOTS))]
+    _GROUPS[:] = [(F.coll_group, groups)]
+    return groups
 
 
-def _groups_of(size: np.ndarray, span: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+def _groups_of(size: np.ndarray, span: np.ndarray) -> Groups:
     """(group size, fast domains spanned, ascending positions of the plans with them) for each (size > 1, span), in
     ascending (size, span)."""
     order = np.lexsort((span, size))  # stable: each group's positions stay ascending
@@ -61,7 +64,8 @@ def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.nd
     for k, (slot, groups) in enumerate(zip(SLOTS, _slot_groups(F), strict=True)):
         if not groups or not np.any(F.coll_calls[..., k]) or (only is not None and slot.name not in only):
             continue
-        if table is None or slot.scales_with == "sampled":
+        # sampled rows: on the grid; a fixed message once `total` holds a slot: on the plans, no table to spread
+        if table is None or slot.scales_with == "sampled" or (slot.scales_with == "fixed" and pending is None):
             if pending is not None:
                 total, pending = batches.spread(pending), None  # type: ignore[union-attr]
             _add_slot(total, F, comm, k, groups, units[slot.scales_with])
@@ -74,8 +78,7 @@ def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.nd
     return total if pending is None else batches.spread(pending)  # type: ignore[union-attr]
 
 
-def _add_slot(total: np.ndarray, F: Features, comm: Comm, k: int, groups: list[tuple[int, int, np.ndarray]],
-              unit: np.ndarray | float) -> None:
+def _add_slot(total: np.ndarray, F: Features, comm: Comm, k: int, groups: Groups, unit: np.ndarray | float) -> None:
     """Adds slot k's seconds (`SLOTS`) to `total` on the plans of each of its groups, for messages of `unit` x the
     slot's bytes per unit."""
     slot, shape, calls = SLOTS[k], total.shape, F.coll_calls[..., k]
