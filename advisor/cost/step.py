@@ -26,16 +26,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from advisor.cost import kernels, marlin
-from advisor.cost.collectives import SLOTS
+from advisor.cost.batches import distinct, rows_of
 from advisor.cost.features import Features
+from advisor.cost.step_collectives import Comm, collectives_time
 from advisor.cost.terms import Terms
 from advisor.hardware import HardwareProfile
 
 if TYPE_CHECKING:
     from advisor.hardware.cluster import Cluster
 
-# (op, bytes, group size) -> seconds; on a cluster also (..., fast domains spanned, backend) (`cost/cluster_comm.py`)
-Comm = Callable[..., np.ndarray]
 BREAKDOWN = ("weights", "kv", "compute", "comm", "overhead")
 SHARED_STREAM_TOKENS = 256  # vLLM's VLLM_SHARED_EXPERTS_STREAM_TOKEN_THRESHOLD default (`vllm/envs.py`)
 
@@ -74,8 +73,9 @@ def pad_tokens(t: np.ndarray, graph_max: np.ndarray | float) -> np.ndarray:
     (`vllm/config/vllm.py:_set_cudagraph_sizes`); none above the largest captured batch `graph_max` (the
     resolved engine's, `Features.graph_max`: bigger batches run eagerly, unpadded)."""
     t = np.maximum(t, 1.0)
-    small = 2.0 ** np.ceil(np.log2(t))
-    padded = np.where(t <= 4, small, np.where(t < 256, np.ceil(t / 8) * 8, np.ceil(t / 16) * 16))
+    grain = 8.0 + 8.0 * (t >= 256)  # the sizes' step: 8 below 256, 16 from there
+    padded = np.ceil(t / grain) * grain
+    padded -= (t <= 4) * (4.0 + 2.0 * (t <= 2) + (t <= 1))  # up to 4 tokens the next power of two: 8 - 4, 6 or 7
     return np.where(t > graph_max, t, padded)
 
 
@@ -88,17 +88,16 @@ def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: n
     bw = hw.gpu.mem_bw_bytes_per_s * terms.bw_scale
     peak16 = hw.gpu.dense_flops_per_s("bf16")
     tokens = pad_tokens(dec * q + pre, F.graph_max)  # q: positions per decoding sequence (k + 1 when verifying drafts)
-    parts_w, parts_c, fixed = _gemms(F, bw, tokens)
-    moe_w, moe_c, moe_fixed = _moe(F, bw, tokens * F.dp)
-    kv, attn_fixed = _decode_attention(F, bw, peak16, dec, ctx, q)
+    batch = _per_batch(F, bw, comm, tokens, sampled)
+    kv, attn_fixed = _shared_decode_attention(F, bw, peak16, dec, ctx, q)
     pre_w, pre_c, pre_fixed = _prefill_attention(F, bw, peak16, pre, ctx_pre, hw.gpu.dense_flops_per_s("fp8"))
     gdn_w, gdn_c, gdn_fixed = _gdn(F, bw, peak16, dec, pre, ctx_pre)
     attn_fixed = attn_fixed + pre_fixed + gdn_fixed
-    compute = parts_c + moe_c + pre_c + gdn_c
-    comm_t = collectives_time(F, comm, tokens, sampled) * terms.comm_latency_scale
-    overhead = (fixed + moe_fixed + attn_fixed) * 1e-6 + F.layers * terms.layer_overhead_us * 1e-6 \
+    compute = batch["compute"] + pre_c + gdn_c
+    comm_t = batch["comm"] * terms.comm_latency_scale
+    overhead = (batch["fixed"] + attn_fixed) * 1e-6 + F.layers * terms.layer_overhead_us * 1e-6 \
         + terms.step_overhead_us * 1e-6
-    parts = {"weights": parts_w + moe_w, "kv": kv + pre_w + gdn_w + dec * F.state_step_bytes / bw,
+    parts = {"weights": batch["weights"], "kv": kv + pre_w + gdn_w + dec * F.state_step_bytes / bw,
              "compute": compute, "comm": comm_t, "overhead": overhead}
     shape = np.broadcast_shapes(*(np.shape(v) for v in parts.values()))
     out = {k: np.broadcast_to(v, shape) for k, v in parts.items()}
@@ -106,8 +105,7 @@ def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: n
     # the same time by mechanism (what `explain` and the case study report): each kernel chain with its
     # fixed latency, the collectives, and the step-level fixed time
     attention = parts["kv"] + attn_fixed * 1e-6 + pre_c + gdn_c
-    mech = {"gemm": parts_w + parts_c + fixed * 1e-6, "moe": moe_w + moe_c + moe_fixed * 1e-6,
-            "attention": attention, "collectives": comm_t,
+    mech = {"gemm": batch["gemm"], "moe": batch["moe"], "attention": attention, "collectives": comm_t,
             "fixed": F.layers * terms.layer_overhead_us * 1e-6 + terms.step_overhead_us * 1e-6}
     out.update({f"mech_{k}": np.broadcast_to(v, shape) for k, v in mech.items()})
     if np.any(F.tbo > 0):  # SGLang's two-batch overlap (`cost/tbo.py`)
@@ -119,6 +117,22 @@ def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: n
                         lambda t, slots: collectives_time(off, comm, t, sampled, only=slots) * terms.comm_latency_scale,
                         tokens, pre)
     return out
+
+
+def _per_batch(F: Features, bw: float, comm: Comm, tokens: np.ndarray, sampled: np.ndarray) -> dict[str, np.ndarray]:
+    """The terms a plan's padded batch sets: the dense and MoE weight streams (`weights`), their compute excess
+    (`compute`), fixed microseconds (`fixed`) and mechanisms (`gemm`, `moe`), and the collectives (`comm`, before
+    `Terms.comm_latency_scale`); costed once per distinct (plan, padded tokens) when the grid repeats them
+    (`cost/batches.py`)."""
+    batches = distinct(tokens, np.shape(F.tp))
+    at = tokens if batches is None else batches.values
+    parts_w, parts_c, fixed = _gemms(F, bw, at)
+    moe_w, moe_c, moe_fixed = _moe(F, bw, at * F.dp)
+    terms = {"weights": parts_w + moe_w, "compute": parts_c + moe_c, "fixed": fixed + moe_fixed,
+             "gemm": parts_w + parts_c + fixed * 1e-6, "moe": moe_w + moe_c + moe_fixed * 1e-6}
+    if batches is not None:
+        terms = {k: batches.spread(v) for k, v in terms.items()}
+    return {**terms, "comm": collectives_time(F, comm, tokens, sampled, batches=batches)}
 
 
 def _split(tw: np.ndarray, tc: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarray]:
@@ -159,7 +173,9 @@ def busiest_rank_pairs(topk: np.ndarray, ep: np.ndarray, tokens: np.ndarray) -> 
 
 
 def _moe(F: Features, bw: float, tokens: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The MoE layers on the busiest GPU: (memory seconds, compute-excess seconds, fixed microseconds)."""
+    """The MoE layers on the busiest GPU: (memory seconds, compute-excess seconds, fixed microseconds); the plans
+    with INT4 experts by Marlin's blocks, dequantization and mma.sync instead (`cost/marlin.py`), computed on those
+    plans only."""
     P = kernels.params()["moe"]
     n_act = touched_experts(F.experts, F.topk, F.ep, tokens)
     pairs = busiest_rank_pairs(F.topk, F.ep, tokens)
@@ -169,21 +185,26 @@ def _moe(F: Features, bw: float, tokens: np.ndarray) -> tuple[np.ndarray, ...]:
         + (F.moe_hidden + F.moe_inter) * F.moe_b_w * F.moe_kappa * 1e-9
     tc = (pairs + n_act * P["m_h"]) * 2 * F.moe_mats * F.moe_hidden * F.moe_inter / (F.moe_peak * F.moe_e_f)
     w, c = _split(tw, tc, P["p"])
-    if np.any(F.moe_marlin > 0):  # INT4 experts: Marlin's blocks, dequantization and mma.sync (`cost/marlin.py`)
-        mw, mc = _marlin_moe(F, bw, tokens, n_act, pairs)
-        w, c = np.where(F.moe_marlin > 0, mw, w), np.where(F.moe_marlin > 0, mc, c)
+    rows = np.flatnonzero(np.ravel(F.moe_marlin > 0))
+    if rows.size:  # the Marlin plans' rows written over the fused-MoE model's
+        shape = np.shape(w)
+        mw, mc = _marlin_moe(bw, *(rows_of(a, rows, shape) for a in (
+            tokens, n_act, pairs, F.topk, F.ep, F.experts, F.moe_hidden, F.moe_inter, F.moe_mats, F.moe_b_w,
+            F.moe_peak, F.moe_fpc, F.moe_mma)))
+        w[rows], c[rows] = mw, mc  # w, c: this function's own arrays
     return F.moe_layers * w, F.moe_layers * c, F.moe_layers * F.moe_t0_us
 
 
-def _marlin_moe(F: Features, bw: float, tokens: np.ndarray, n_act: np.ndarray,
-                pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _marlin_moe(bw: float, tokens: np.ndarray, n_act: np.ndarray, pairs: np.ndarray, topk: np.ndarray,
+                ep: np.ndarray, experts: np.ndarray, *expert: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One Marlin MoE layer on the busiest GPU beyond its t0: (DRAM seconds, excess seconds), its M-blocks from the
-    step's tokens (`marlin.block_m`, `marlin.blocks`)."""
+    step's tokens (`marlin.block_m`, `marlin.blocks`); `expert`: hidden, inter, mats, b_w, peak, fpc, mma
+    (`Features.moe_*`)."""
     f = marlin.marlin_params()
-    bm = marlin.block_m(tokens * F.topk * F.ep / np.maximum(F.experts, 1))
+    hidden, inter, mats, b_w, peak, fpc, mma = expert
+    bm = marlin.block_m(tokens * topk * ep / np.maximum(experts, 1))
     nblk = marlin.blocks(n_act, pairs, bm)
-    return marlin.split(f, n_act, pairs, nblk, bm, F.moe_hidden, F.moe_inter, F.moe_mats, F.moe_b_w, bw,
-                        F.moe_peak, F.moe_fpc, F.moe_mma, f["p"])
+    return marlin.split(f, n_act, pairs, nblk, bm, hidden, inter, mats, b_w, bw, peak, fpc, mma, f["p"])
 
 
 def _on_plans(mask: np.ndarray, shape: tuple[int, ...], fn: Callable[..., np.ndarray],
@@ -193,15 +214,30 @@ def _on_plans(mask: np.ndarray, shape: tuple[int, ...], fn: Callable[..., np.nda
     rows = np.flatnonzero(np.ravel(mask))
     out = np.zeros(shape)
     if rows.size:
-        out[rows] = fn(*(_rows_of(a, rows, shape) for a in arrays))
+        out[rows] = fn(*(rows_of(a, rows, shape) for a in arrays))
     return out
 
 
-def _rows_of(a: np.ndarray | float, rows: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """`a` on the plans `rows` of `shape`, left to broadcast over the other axes (a per-plan [P, 1, 1] feature
-    is not expanded to [P, C, L] before it is indexed)."""
+_LAST_DECODE: list[tuple[object, ...]] = []  # the last step's decode attention: (its inputs, its result)
+
+
+def _shared_decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray, ctx: np.ndarray,
+                             q: np.ndarray | float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """`_decode_attention`, reused when the step before ran the same decodes on the same features (a mixed
+    scheduler's step with a prompt chunk and the one without, `serving._mixed`): the inputs compared bit for bit."""
+    key = (bw, peak, *(_bits(a) for a in (q, dec, ctx)))
+    last = _LAST_DECODE[0] if _LAST_DECODE else None
+    if last is not None and last[0] is F and last[1] == key:
+        return last[2]  # type: ignore[return-value]
+    val = _decode_attention(F, bw, peak, dec, ctx, q)
+    _LAST_DECODE[:] = [(F, key, val)]
+    return val
+
+
+def _bits(a: np.ndarray | float) -> tuple[tuple[int, ...], str, bytes]:
+    """An array's shape, dtype and bytes: equal exactly when the values are bit for bit."""
     a = np.asarray(a)
-    return a[rows] if a.ndim == len(shape) and a.shape[0] == shape[0] != 1 else a
+    return a.shape, a.dtype.str, a.tobytes()
 
 
 def _decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray,
@@ -285,49 +321,3 @@ def _gdn(F: Features, bw: float, peak: float, dec: np.ndarray, pre: np.ndarray,
     compute = _on_plans(has, shape, comp, *geometry, pre, ctx_pre) if np.any(pre) else np.zeros(())
     fixed = F.gdn_layers * (d["t0_us"] * (dec > 0) + f["t0_us"] * (pre > 0))
     return memory * 1e-6, compute * 1e-6, fixed
-
-
-_GROUPS: dict[str, object] = {}  # the last features' plan groups per slot (a sweep calls the step ~4 times)
-
-
-def _slot_groups(F: Features) -> list[list[tuple[int, int, np.ndarray]]]:
-    """Per collective slot, (group size, fast domains spanned, positions of the plans with them) for each size > 1;
-    computed once per features (the step is evaluated several times per sweep on the same plans)."""
-    if _GROUPS.get("key") is not F.coll_group:
-        _GROUPS["key"] = F.coll_group
-        g = F.coll_group.reshape(F.coll_group.shape[0], -1, F.coll_group.shape[-1])[:, 0]  # [P, S]
-        d = F.coll_span.reshape(F.coll_span.shape[0], -1, F.coll_span.shape[-1])[:, 0]
-        _GROUPS["val"] = [[(int(n), int(m), np.flatnonzero((g[:, k] == n) & (d[:, k] == m)))
-                           for n, m in sorted(set(zip(g[:, k].tolist(), d[:, k].tolist(), strict=True))) if n > 1]
-                          for k in range(len(SLOTS))]
-    return _GROUPS["val"]  # type: ignore[return-value]
-
-
-def _by_moe_shape(F: Features, plans: np.ndarray) -> list[tuple[np.ndarray, tuple[int, int, int]]]:
-    """The plans split by MoE shape (hidden, top-k, experts): what an expert all-to-all's time depends on."""
-    key = np.stack([np.ravel(F.hidden)[plans], np.ravel(F.topk)[plans], np.ravel(F.experts)[plans]], axis=1)
-    return [(plans[(key == u).all(axis=1)], (int(u[0]), int(u[1]), int(u[2]))) for u in np.unique(key, axis=0)]
-
-
-def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.ndarray,
-                     only: tuple[str, ...] | None = None) -> np.ndarray:
-    """Seconds of one forward's collectives (`collectives.step_collectives`, summed per slot; `only`: these slots'
-    names alone): a message is the (padded) tokens per DP rank, every DP rank's for dispatch/combine, sampled rows,
-    or fixed."""
-    shape = np.broadcast_shapes(np.shape(tokens), F.tp.shape)
-    units = {"tokens": tokens, "dp_tokens": tokens * F.dp, "sampled": np.maximum(sampled, 1), "fixed": 1.0}
-    total = np.zeros(shape)
-    for k, (slot, groups) in enumerate(zip(SLOTS, _slot_groups(F), strict=True)):
-        calls = F.coll_calls[..., k]
-        if not groups or not np.any(calls) or (only is not None and slot.name not in only):
-            continue
-        for n, span, plans in groups:  # plans: positions on the leading (plan) axis; only their rows are computed
-            if slot.backend is not None:  # an expert all-to-all: timed per MoE shape (`cost/cluster_comm.py`)
-                for rows, moe in _by_moe_shape(F, plans):
-                    per = _rows_of(units[slot.scales_with], rows, shape) * _rows_of(F.coll_bytes[..., k], rows, shape)
-                    total[rows] += _rows_of(calls, rows, shape) * comm(slot.op, per, n, span, slot.backend, moe)
-                continue
-            nbytes = _rows_of(units[slot.scales_with], plans, shape) * _rows_of(F.coll_bytes[..., k], plans, shape)
-            t = comm(slot.op, nbytes, n) if span <= 1 else comm(slot.op, nbytes, n, span)
-            total[plans] += _rows_of(calls, plans, shape) * t
-    return total

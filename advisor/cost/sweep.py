@@ -274,16 +274,24 @@ class Sweep:
 def evaluate(cases: list[Case], terms: Terms, concurrency: np.ndarray, input_len: np.ndarray,
              output_len: np.ndarray, calibrated: dict[str, Any] | None = None) -> Sweep:
     """One vectorised evaluation of runnable `cases` (one hardware profile and engine) x `concurrency` x paired
-    (input_len, output_len), each case under its own resolved engine arguments (`Case.args`)."""
+    (input_len, output_len), each case under its own resolved engine arguments (`Case.args`). Cases with the same
+    features (one architecture under two names, at the same plan) are evaluated once: every formula is per case."""
     hw, engine, cluster = cases[0].hw, cases[0].args.engine, cases[0].cluster
     assert all(c.hw is hw and c.args.engine == engine and c.cluster == cluster for c in cases), \
         "one hardware profile (and cluster) and engine per sweep"
-    grid = Features.from_flat(np.stack([c.features() for c in cases])).grid()
+    flat = np.concatenate([c.features() for c in cases]).reshape(len(cases), -1)  # one row per case
+    rows: dict[object, int] = {}  # a row's bytes -> the first case with them
+    first = [rows.setdefault(row, i) for i, row in enumerate(flat.view(np.dtype((np.void, flat[0].nbytes))).ravel()
+                                                             .tolist())]
+    distinct = sorted(rows.values())
+    grid = Features.from_flat(flat[distinct]).grid()
+    of_case = np.searchsorted(distinct, first)  # each case's row of `grid`
     conc = np.asarray(concurrency, float)
     inp, outp = np.asarray(input_len, float), np.asarray(output_len, float)
     out = predict(grid, hw, terms, engine, conc[None, :, None], inp[None, None, :],
                   outp[None, None, :], options=RunOptions(scheduled_ahead=grid.sched_ahead), cluster=cluster)
-    frozen = {k: _readonly(v) for k, v in out.items()}
+    shape = (len(distinct), len(conc), len(inp))
+    frozen = {k: _frozen(np.broadcast_to(np.asarray(v, dtype=float), shape)[of_case]) for k, v in out.items()}
     return Sweep(cases=tuple(cases), hw=hw, concurrency=_readonly(conc), input_len=_readonly(inp),
                  output_len=_readonly(outp), out=frozen, calibrated=calibrated or {"how": "none", "rows": 0})
 
@@ -298,3 +306,9 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     b = np.array(np.broadcast_to(a, np.shape(a)), dtype=float)
     b.setflags(write=False)
     return b
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    """`a`, a new array (no other holds it), made read-only in place."""
+    a.setflags(write=False)
+    return a

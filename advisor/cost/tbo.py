@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 # one micro-batch's step at half the tokens under these features (`step.step_time`'s breakdown and mechanisms)
 HalfStep = Callable[[Features], dict[str, np.ndarray]]
-# seconds of the named collective slots for a message of these tokens per DP rank (`step.collectives_time`)
+# seconds of the named collective slots for a message of these tokens per DP rank (`step_collectives.collectives_time`)
 Exchange = Callable[[np.ndarray, tuple[str, ...]], np.ndarray]
 
 DISPATCH_SLOTS = (DISPATCH.name, A2A_DISPATCH.name)

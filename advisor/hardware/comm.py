@@ -13,6 +13,7 @@ extra per-hop latency is paid once per ring step.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cache
 
 import numpy as np
 
@@ -122,7 +123,13 @@ def measured_curve_us(sizes: Sequence[float], times_us: Sequence[float], S: np.n
     sizes (linear in log t vs log S: exact for a flat latency floor and for t proportional to S), the smallest
     size's time below them (the latency floor). Meaningful for S up to the largest size."""
     x = np.log(np.maximum(np.asarray(S, dtype=float), 1.0))
-    return np.exp(np.interp(x, np.log(np.asarray(sizes, dtype=float)), np.log(np.asarray(times_us, dtype=float))))
+    return np.exp(np.interp(x, *_log_curve(tuple(sizes), tuple(times_us))))
+
+
+@cache
+def _log_curve(sizes: tuple[float, ...], times_us: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """A measured curve's log sizes and log times (a profile's curves are read at every step of a sweep)."""
+    return np.log(np.asarray(sizes, dtype=float)), np.log(np.asarray(times_us, dtype=float))
 
 
 def custom_allreduce_limit(hw: HardwareProfile, gpus: Sequence[int], engine: str) -> tuple[float, str]:
