@@ -24,6 +24,7 @@ BLOCKS: dict[str, tuple[str, str]] = {
     "trtllm-public": ("docs/accuracy.md", "trtllm_public"),
     "memory-logs": ("docs/accuracy.md", "memory_logs"),
     "comm-accuracy": ("docs/accuracy.md", "comm_accuracy"),
+    "wideep-moe": ("docs/accuracy.md", "wideep_moe_check"),
     "racks-large": ("docs/accuracy.md", "large_deployments"),
     "scaleout-accuracy": ("docs/collectives-scaleout.md", "scaleout_accuracy"),
     "measurement-columns": ("docs/measurements.md", "schema_doc"),
