@@ -103,3 +103,23 @@ def test_rank_on_a_rack_names_deepep_in_its_why_line(advisor) -> None:  # type: 
                 "--moe-a2a", "deepep", "--concurrency", "256")
     assert r.code == 0, r.err
     assert "(DeepEP all-to-all)" in r.out and "--moe-a2a-backend deepep" in r.out
+
+
+def test_two_batch_overlap_only_with_deepep(advisor) -> None:  # type: ignore[no-untyped-def]
+    """`--two-batch-overlap` (SGLang's `--enable-two-batch-overlap`) needs DeepEP's exchange, as SGLang refuses it
+    with `--moe-a2a-backend none`: DEP8 on one node is refused with that reason unless `--moe-a2a deepep`, and then
+    runs with the flag printed; another engine gets one line and exit 2."""
+    import json
+
+    from conftest import assert_one_line
+
+    flags = ("--hw", "b200-sxm", "--engine", "sglang", "--tp", "1", "--dp", "8", "--ep", "8", "--concurrency", "64")
+    refused = json.loads(advisor("predict", DSV3, *flags, "--two-batch-overlap", "--json").out)
+    assert refused["tpot_ms"] is None and "two-batch overlap needs DeepEP" in refused["reason"]
+    on = advisor("predict", DSV3, *flags, "--two-batch-overlap", "--moe-a2a", "deepep", "--json")
+    d = json.loads(on.out)
+    assert on.code == 0 and d["tpot_ms"] > 0 and d["engine_args"]["two_batch_overlap"] is True
+    off = json.loads(advisor("predict", DSV3, *flags, "--moe-a2a", "deepep", "--json").out)
+    assert off["engine_args"]["two_batch_overlap"] is False and d["tpot_ms"] != off["tpot_ms"]
+    assert_one_line(advisor("predict", DSV3, "--engine", "vllm", "--two-batch-overlap"), "--two-batch-overlap",
+                    "SGLang")

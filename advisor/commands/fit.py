@@ -11,7 +11,8 @@ def fit(models: opt.Models = None, hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus =
         kv_cache_dtype: opt.KvCacheDtype = opt.DEFAULT_KV_CACHE_DTYPE,
         gpu_memory_utilization: opt.GpuMemoryUtilization = None,
         weight_dtype: opt.WeightDtypeOpt = None, engine: opt.EngineOpt = opt.DEFAULT_ENGINE,
-        engine_version: opt.EngineVersion = None, moe_a2a: opt.MoeA2a = "default", json_out: opt.Json = False) -> None:
+        engine_version: opt.EngineVersion = None, moe_a2a: opt.MoeA2a = "default",
+        two_batch_overlap: opt.TwoBatchOverlap = False, json_out: opt.Json = False) -> None:
     """Memory per GPU for each model and plan as the engine accounts it: weights, activation peak, non-torch
     and CUDA-graph memory, KV room and concurrency, with the start-up log lines the engine would print
     ("Model loading took", "Available KV cache memory", "GPU KV cache size", "Maximum concurrency")."""
@@ -20,7 +21,8 @@ def fit(models: opt.Models = None, hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus =
     from advisor.report.tables import fit_table
 
     profile = opt.hardware(hw, gpus)
-    settings = opt.settings(engine=engine, engine_version=engine_version, moe_a2a=moe_a2a, max_model_len=max_model_len,
+    settings = opt.settings(engine=engine, engine_version=engine_version, moe_a2a=moe_a2a,
+                            tbo=two_batch_overlap, max_model_len=max_model_len,
                             kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=gpu_memory_utilization,
                             weight_dtype=weight_dtype)
     plan = opt.plan_from_flags(tp, pp, dp, ep)

@@ -20,7 +20,7 @@ def pareto(
     max_model_len: opt.MaxModelLen = None, kv_cache_dtype: opt.KvCacheDtype = opt.DEFAULT_KV_CACHE_DTYPE,
     gpu_memory_utilization: opt.GpuMemoryUtilization = None, weight_dtype: opt.WeightDtypeOpt = None,
     engine: opt.EngineOpt = opt.DEFAULT_ENGINE, engine_version: opt.EngineVersion = None,
-    moe_a2a: opt.MoeA2a = "default",
+    moe_a2a: opt.MoeA2a = "default", two_batch_overlap: opt.TwoBatchOverlap = False,
     calibration: opt.Calibration = None,
     output: Annotated[str | None, typer.Option("-o", "--output", help="Write the figure (.png or .svg).")] = None,
     frontier_only: Annotated[bool, typer.Option("--frontier-only", help="--json/--csv: only frontier points.")
@@ -51,7 +51,8 @@ def pareto(
     q = Query(objective="throughput", input_len=input_len, output_len=output_len, max_tpot_ms=max_tpot_ms,
               max_ttft_ms=max_ttft_ms)
     profile = opt.hardware(hw, gpus)
-    settings = opt.settings(engine=engine, engine_version=engine_version, moe_a2a=moe_a2a, max_model_len=max_model_len,
+    settings = opt.settings(engine=engine, engine_version=engine_version, moe_a2a=moe_a2a,
+                            tbo=two_batch_overlap, max_model_len=max_model_len,
                             kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=gpu_memory_utilization,
                             weight_dtype=weight_dtype,
                             need_tokens=input_len + output_len)

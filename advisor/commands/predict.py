@@ -14,6 +14,7 @@ def predict(model: opt.Model, hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus = None
             gpu_memory_utilization: opt.GpuMemoryUtilization = None,
             weight_dtype: opt.WeightDtypeOpt = None, engine: opt.EngineOpt = opt.DEFAULT_ENGINE,
             engine_version: opt.EngineVersion = None, moe_a2a: opt.MoeA2a = "default",
+            two_batch_overlap: opt.TwoBatchOverlap = False,
             calibration: opt.Calibration = None, speculative: opt.Speculative = "off",
             spec_tokens: opt.SpecTokens = None, spec_acceptance: opt.SpecAcceptance = None,
             json_out: opt.Json = False,
@@ -39,7 +40,8 @@ def predict(model: opt.Model, hw: opt.Hw = opt.DEFAULT_HW, gpus: opt.Gpus = None
         from advisor.errors import AdvisorError
 
         raise AdvisorError("--speculative auto: only rank compares with and without; predict takes off or mtp")
-    settings = opt.settings(engine=engine, engine_version=engine_version, moe_a2a=moe_a2a, max_model_len=max_model_len,
+    settings = opt.settings(engine=engine, engine_version=engine_version, moe_a2a=moe_a2a,
+                            tbo=two_batch_overlap, max_model_len=max_model_len,
                             kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=gpu_memory_utilization,
                             weight_dtype=weight_dtype,
                             need_tokens=input_len + output_len,

@@ -54,6 +54,7 @@ def rank(
     gpu_memory_utilization: opt.GpuMemoryUtilization = None,
     weight_dtype: opt.WeightDtypeOpt = None, engine: opt.EngineOpt = opt.DEFAULT_ENGINE,
     engine_version: opt.EngineVersion = None, moe_a2a: opt.MoeA2a = "default",
+    two_batch_overlap: opt.TwoBatchOverlap = False,
     calibration: opt.Calibration = None,
     speculative: opt.Speculative = "off", spec_tokens: opt.SpecTokens = None,
     spec_acceptance: opt.SpecAcceptance = None,
@@ -75,7 +76,8 @@ def rank(
               min_quality=min_quality)
     boxes = _boxes(hw, json_out, csv_out, plot)
     spec = opt.speculation(speculative, spec_tokens, spec_acceptance)
-    settings = opt.settings(engine=engine, engine_version=engine_version, moe_a2a=moe_a2a, max_model_len=max_model_len,
+    settings = opt.settings(engine=engine, engine_version=engine_version, moe_a2a=moe_a2a,
+                            tbo=two_batch_overlap, max_model_len=max_model_len,
                             kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=gpu_memory_utilization,
                             weight_dtype=weight_dtype,
                             need_tokens=input_len + output_len, spec=spec if speculative == "mtp" else None)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from advisor.arch.model import ModelArch, WeightGroup, headline_dtype
-from advisor.cost.collectives import Collective, allreduce_summary, step_collectives
+from advisor.cost.collectives import Collective, allreduce_summary, deepep_exchange, step_collectives
 from advisor.cost.engine_args import EngineArgs, resolve
 from advisor.cost.features import Features, plan_features
 from advisor.cost.interval import interval as interval_of
@@ -73,13 +73,23 @@ class Case:
                                 self.args.moe_a2a_backend == "deepep")
 
 
-def a2a_reason(settings: Settings, plan: Plan, hw: HardwareProfile) -> str | None:
-    """Why the asked MoE all-to-all cannot run this plan here (`hardware/a2a_backends.py: unusable`), or None."""
-    if settings.moe_a2a_backend != "deepep" or plan.ep == 1 or plan.dp == 1:
-        return None
-    from advisor.hardware.a2a_backends import Fabric, unusable
+def a2a_reason(arch: ModelArch, settings: Settings, plan: Plan, hw: HardwareProfile,
+               cluster: Cluster | None = None) -> str | None:
+    """Why the asked MoE all-to-all cannot run this plan here (`hardware/a2a_backends.py: unusable`), or why
+    two-batch overlap cannot (SGLang `server_args.py` refuses `--enable-two-batch-overlap` with `--moe-a2a-backend
+    none`: it needs DeepEP's exchange, asked for or chosen across RDMA nodes, `collectives.deepep_exchange`); None."""
+    deep = settings.moe_a2a_backend == "deepep" and plan.ep > 1 and plan.dp > 1
+    if deep:
+        from advisor.hardware.a2a_backends import Fabric, unusable
 
-    return unusable("deepep_auto", Fabric(nvlink=hw.interconnect_class == "nvlink", crosses_nics=False))
+        if why := unusable("deepep_auto", Fabric(nvlink=hw.interconnect_class == "nvlink", crosses_nics=False)):
+            return why
+    if settings.two_batch_overlap and not (arch.moe is not None and
+                                           (deep or deepep_exchange(plan, cluster, settings.engine))):
+        return ("two-batch overlap needs DeepEP's all-to-all for the MoE exchange (SGLang refuses "
+                "--enable-two-batch-overlap with --moe-a2a-backend none): attention-DP + EP with --moe-a2a deepep, "
+                "or EP across RDMA nodes")
+    return None
 
 
 def node_gpus(hw: HardwareProfile, gpus: int | None, cluster: Cluster | None = None) -> int:
@@ -97,7 +107,7 @@ def make_case(arch: ModelArch, plan: Plan, hw: HardwareProfile, settings: Settin
     n = node_gpus(hw, gpus, multi)
     weights = requantize(arch, settings.weight_dtype, settings.engine)
     invalid = invalid_reason(arch, plan, n, weights, settings.engine, hw.gpu.sm or "", multi) \
-        or a2a_reason(settings, plan, hw)
+        or a2a_reason(arch, settings, plan, hw, multi)
     args = resolve(settings, arch, plan, hw)
     # memory of a plan the engine cannot even form (vLLM/SGLang: EP other than TP x DP) is undefined: reason only;
     # TensorRT-LLM forms moe_tp x moe_ep = TP x DP (`Plan.moe_tp`)
