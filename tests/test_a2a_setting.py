@@ -93,7 +93,7 @@ def test_the_flag_on_the_command_line(advisor) -> None:  # type: ignore[no-untyp
     assert plain["engine_args"]["moe_a2a_backend"] == "default" and "DeepEP" not in json.dumps(plain["collectives"])
     assert_one_line(advisor("predict", DSV3, "--engine", "trtllm", "--moe-a2a", "deepep"), "--moe-a2a deepep",
                     "TensorRT-LLM")
-    assert_one_line(advisor("rank", DSV3, "--moe-a2a", "nccl"), "--moe-a2a nccl", "default or deepep")
+    assert_one_line(advisor("rank", DSV3, "--moe-a2a", "nccl"), "--moe-a2a nccl", "default, deepep or auto")
 
 
 def test_rank_on_a_rack_names_deepep_in_its_why_line(advisor) -> None:  # type: ignore[no-untyped-def]
@@ -123,3 +123,21 @@ def test_two_batch_overlap_only_with_deepep(advisor) -> None:  # type: ignore[no
     assert off["engine_args"]["two_batch_overlap"] is False and d["tpot_ms"] != off["tpot_ms"]
     assert_one_line(advisor("predict", DSV3, "--engine", "vllm", "--two-batch-overlap"), "--two-batch-overlap",
                     "SGLang")
+
+
+def test_rank_auto_takes_the_better_exchange(advisor) -> None:  # type: ignore[no-untyped-def]
+    """`rank --moe-a2a auto` ranks each model with the default exchange and with DeepEP and keeps the better row (by
+    the query's own score): on four GB200 trays DeepSeek-R1's best score is the larger of the two rankings', and
+    its command says which exchange it is; predict refuses auto in one line."""
+    import json
+
+    from conftest import assert_one_line
+
+    flags = ("rank", "deepseek-ai/DeepSeek-R1", "--hw", "gb200", "--nodes", "4", "--engine", "sglang",
+             "--concurrency", "256", "--json")
+    rows = {a2a: json.loads(advisor(*flags, "--moe-a2a", a2a).out)[0] for a2a in ("default", "deepep", "auto")}
+    best = max(("default", "deepep"), key=lambda a: rows[a]["score"])
+    assert rows["auto"]["score"] == rows[best]["score"] and rows["auto"]["plan"] == rows[best]["plan"]
+    assert rows["auto"]["engine_args"]["moe_a2a_backend"] == rows[best]["engine_args"]["moe_a2a_backend"]
+    assert_one_line(advisor("predict", DSV3, "--engine", "sglang", "--moe-a2a", "auto"), "--moe-a2a auto",
+                    "only rank")

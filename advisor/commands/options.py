@@ -49,9 +49,9 @@ FabricOpt = Annotated[str | None, typer.Option(
                                          "show ID`) [default: the profile's first].")]
 MoeA2a = Annotated[str, typer.Option(
     "--moe-a2a", help="MoE dispatch/combine under attention-DP + EP: default (the engine's own: all-gather / "
-                      "reduce-scatter inside a node or rack, DeepEP across RDMA nodes) or deepep (DeepEP's "
+                      "reduce-scatter inside a node or rack, DeepEP across RDMA nodes), deepep (DeepEP's "
                       "all-to-all everywhere it runs: SGLang --moe-a2a-backend deepep, vLLM --all2all-backend "
-                      "deepep_low_latency; needs NVLink).")]
+                      "deepep_low_latency; needs NVLink), or auto (rank: both, the better per model).")]
 TwoBatchOverlap = Annotated[bool, typer.Option(
     "--two-batch-overlap", help="SGLang's --enable-two-batch-overlap: each DP rank's batch as two micro-batches whose "
                                 "DeepEP dispatch/combine runs under the other's compute; plans without a DeepEP "
@@ -146,7 +146,8 @@ def speculation(speculative: str, tokens: int | None, acceptance: float | None) 
 
 def settings(*, engine: str, engine_version: str | None, max_model_len: int | None, kv_cache_dtype: str,
              gpu_memory_utilization: float | None, weight_dtype: str | None, need_tokens: int = 0,
-             spec: dict[str, object] | None = None, moe_a2a: str = "default", tbo: bool = False) -> Settings:
+             spec: dict[str, object] | None = None, moe_a2a: str = "default", tbo: bool = False,
+             rank: bool = False) -> Settings:
     """The user's engine flags (every default is filled later, per plan, by `cost/engine_args.py: resolve`).
     Without --max-model-len the default context is raised to `need_tokens` (input + output), else the printed
     serve command would refuse the request."""
@@ -157,11 +158,13 @@ def settings(*, engine: str, engine_version: str | None, max_model_len: int | No
         release(engine, engine_version)
     except ValueError as err:
         raise AdvisorError(str(err)) from None
-    if moe_a2a not in ("default", "deepep"):
-        raise AdvisorError(f"--moe-a2a {moe_a2a}: expected default or deepep")
+    if moe_a2a not in ("default", "deepep", "auto"):
+        raise AdvisorError(f"--moe-a2a {moe_a2a}: expected default, deepep or auto (rank)")
+    if moe_a2a == "auto" and not rank:
+        raise AdvisorError("--moe-a2a auto: only rank compares both exchanges; give default or deepep")
     if tbo and engine != "sglang":
         raise AdvisorError(f"--two-batch-overlap: SGLang's --enable-two-batch-overlap; --engine is {engine}")
-    if moe_a2a == "deepep" and engine == "trtllm":
+    if moe_a2a != "default" and engine == "trtllm":
         raise AdvisorError("--moe-a2a deepep: TensorRT-LLM picks its own MoE all-to-all (communication_factory.py); "
                            "the flag is vLLM's and SGLang's")
     if max_model_len is None and need_tokens > DEFAULT_MAX_MODEL_LEN:
@@ -169,7 +172,8 @@ def settings(*, engine: str, engine_version: str | None, max_model_len: int | No
     return Settings(max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype,
                     gpu_memory_utilization=gpu_memory_utilization,
                     weight_dtype=weight_dtype, engine=engine, engine_version=engine_version,
-                    moe_a2a_backend=moe_a2a, two_batch_overlap=tbo, **(spec or {}))
+                    moe_a2a_backend="default" if moe_a2a == "auto" else moe_a2a, two_batch_overlap=tbo,
+                    **(spec or {}))
 
 
 def plan_from_flags(tp: int | None, pp: int | None, dp: int | None, ep: int | None) -> Plan | None:

@@ -76,7 +76,7 @@ def rank(
               min_quality=min_quality)
     boxes = _boxes(hw, json_out, csv_out, plot)
     spec = opt.speculation(speculative, spec_tokens, spec_acceptance)
-    settings = opt.settings(engine=engine, engine_version=engine_version, moe_a2a=moe_a2a,
+    settings = opt.settings(engine=engine, engine_version=engine_version, moe_a2a=moe_a2a, rank=True,
                             tbo=two_batch_overlap, max_model_len=max_model_len,
                             kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=gpu_memory_utilization,
                             weight_dtype=weight_dtype,
@@ -89,6 +89,7 @@ def rank(
                                 {"--objective": asked not in (None, "latency", "goodput"), "--all-plans": all_plans,
                                  "--csv": csv_out, "--plot": plot is not None, "--gpu-hour-price": bool(gpu_hour_price),
                                  "--speculative": speculative != "off", "--quality-file": quality_file is not None,
+                                 "--moe-a2a auto": moe_a2a == "auto",
                                  "--min-quality": min_quality is not None, "--hw": len(boxes) > 1})
     good, unknown = candidates(models, q, max_model_len)
     prices = gpu_hour_price or []
@@ -97,7 +98,7 @@ def rank(
     profiles = tuple(opt.hardware(box, gpus) for box in boxes)
     req = RankRequest(query=q, settings=settings, boxes=profiles, quality_scale=scale, prices=tuple(prices),
                       calibration=calibration, gpus=gpus, all_plans=all_plans, own_scores=own,
-                      auto_spec=spec if speculative == "auto" else None,
+                      auto_spec=spec if speculative == "auto" else None, auto_a2a=moe_a2a == "auto",
                       clusters=tuple(opt.cluster(p, nodes, fabric, gpus) for p in profiles))
     ranking = rank_models(req, good, unknown)
     if plot is not None:

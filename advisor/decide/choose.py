@@ -257,18 +257,18 @@ def _comparison(ranked: tuple[RankedPlan, ...], q: Query) -> str | None:
     return quality_tradeoff(ranked, q)
 
 
-def best_of(plain: Ranking, speculative: Ranking) -> Ranking:
+def best_of(plain: Ranking, speculative: Ranking, speculation: bool = True) -> Ranking:
     """--speculative auto: per model, the row with speculation where it ranks better than without (by the
     query's own order), else the plain row, which then says why MTP was not kept; the models are then ranked
-    again."""
+    again. `speculation` False (--moe-a2a auto): the better of the two rows per model, as they are."""
     q = plain.query
     spec = {d.model: d for d in speculative.rows}
     rows = []
     for d in plain.rows:
         sp = spec.get(d.model)
-        if sp is not None and sp.spec_tokens and order_key(sp, q) < order_key(d, q):
+        if sp is not None and (sp.spec_tokens or not speculation) and order_key(sp, q) < order_key(d, q):
             rows.append(sp)
-        elif sp is not None:
+        elif sp is not None and speculation:
             rows.append(d.model_copy(update={"speculation": not_kept(sp, d, q)}))
         else:
             rows.append(d)

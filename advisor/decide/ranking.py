@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 class RankRequest:
     """What to rank: the query, the engine settings, the boxes (profiles) and their prices (none, one for all, or
     one per box), the calibration file, --gpus, --all-plans, the quality scale (and the user's own scores when
-    the scale is their file), and with --speculative auto the MTP settings to try per model."""
+    the scale is their file), with --speculative auto the MTP settings to try per model, and with --moe-a2a auto
+    whether DeepEP's exchange is tried beside the default."""
 
     query: Query
     settings: Settings
@@ -36,6 +37,7 @@ class RankRequest:
     all_plans: bool = False
     own_scores: dict[str, Quality] | None = None
     auto_spec: dict[str, Any] | None = field(default=None)
+    auto_a2a: bool = False  # --moe-a2a auto: each model's better ranking of the default exchange and DeepEP
     clusters: tuple[Cluster | None, ...] = ()  # --nodes: each box's cluster (none: one node per box)
 
     def price(self, j: int) -> float | None:
@@ -63,6 +65,10 @@ def rank_models(req: RankRequest, good: list[Resolved], unknown: list[Unranked])
             spec = req.settings.model_copy(update=req.auto_spec)
             one = best_of(one, rank(good, profile, spec, terms, q, calibrated, req.gpus, req.all_plans, scores,
                                     cluster))
+        if req.auto_a2a:
+            deep = req.settings.model_copy(update={"moe_a2a_backend": "deepep"})
+            one = best_of(one, rank(good, profile, deep, terms, q, calibrated, req.gpus, req.all_plans, scores,
+                                    cluster), speculation=False)
         rankings.append(one)
     ranking = rankings[0] if len(rankings) == 1 else joint(rankings)
     ranking = replace(ranking, unranked=ranking.unranked + tuple(unknown))
