@@ -12,7 +12,7 @@ Mechanisms, and which the advisor models:
 
 - PD disaggregation: yes (each pool is its own plan; `cost/disagg*.py`).
 - EPLB's 32 redundant experts (`--ep-num-redundant-experts 32`: 288 expert slots): the slots, yes (the MoE as 288
-  experts, `rack_rows.redundant_experts`); the balance they buy is what the model assumes anyway (uniform routing,
+  experts, `arch/redundant.py`); the balance they buy is what the model assumes anyway (uniform routing,
   the busiest rank of Poisson loads, `cost/step.py: busiest_rank_pairs`); the real skew they correct is not.
 - DeepEP: normal mode in prefill, low-latency in decode, as the sources' commands set (`--deepep-mode`): the plan's
   MoE exchange timed by `hardware/ep_exchange.py` in that mode (across nodes over the NICs; inside an NVL72 rack over
@@ -37,12 +37,12 @@ from pathlib import Path
 import numpy as np
 
 from advisor.arch.model import ModelArch
+from advisor.arch.redundant import redundant_experts
 from advisor.cost.plan import Plan
 from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
 from advisor.hardware import HardwareProfile, load_profile
 from advisor.hardware.cluster import Cluster, load_cluster
-from scripts.rack_rows import redundant_experts
 
 REPO = Path(__file__).resolve().parents[1]
 LMSYS_H100 = "https://lmsys.org/blog/2025-05-05-large-scale-ep/"

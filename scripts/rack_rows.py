@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 from advisor.arch.model import ModelArch
-from advisor.arch.redundant import redundant_experts  # noqa: F401 (scripts/large_deployments.py imports it here)
 from advisor.calibrate.disagg_predict import BANDS, DisaggRow, band_of, predict_one
 from advisor.cost.terms import Terms
 from advisor.hardware import HardwareProfile

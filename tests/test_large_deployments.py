@@ -9,11 +9,12 @@ import re
 import numpy as np
 import pytest
 
+from advisor.arch.redundant import redundant_experts
 from advisor.hardware import load_profile
 from advisor.hardware.cluster import load_cluster
 from advisor.hardware.collective_time import collective_time_us
 from scripts import large_deployments as ld
-from scripts.rack_rows import rack_ids, rack_rows, redundant_experts
+from scripts.rack_rows import rack_ids, rack_rows
 
 
 @pytest.fixture(scope="module")

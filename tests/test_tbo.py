@@ -20,8 +20,8 @@ from advisor.hardware.cluster import load_cluster
 
 @pytest.fixture(scope="module")
 def v3():  # type: ignore[no-untyped-def]
+    from advisor.arch.redundant import redundant_experts
     from advisor.resolve import resolve
-    from scripts.rack_rows import redundant_experts
 
     return redundant_experts(resolve("deepseek-ai/DeepSeek-V3").arch, 32)  # EPLB's 288 slots: EP72 divides them
 

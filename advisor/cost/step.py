@@ -52,14 +52,17 @@ def comm_fn(hw: HardwareProfile, engine: str, cluster: Cluster | None = None) ->
 
     physics = "vllm" if engine == "trtllm" else engine
     timers: dict[tuple[str, int], Callable[[np.ndarray], np.ndarray]] = {}
+    wide: list[Comm] = []  # the wide-EP timer on this one node, built at the first expert all-to-all
 
     def f(op: str, nbytes: np.ndarray, n: int, domains: int = 1, backend: str | None = None,
           moe: tuple[int, int, int] | None = None) -> np.ndarray:
         if op in ("dispatch", "combine"):  # DeepEP's all-to-all inside the node (`Settings.moe_a2a_backend`)
-            from advisor.cost.cluster_comm import cluster_comm_fn
-            from advisor.hardware.cluster import load_cluster
+            if not wide:
+                from advisor.cost.cluster_comm import cluster_comm_fn
+                from advisor.hardware.cluster import load_cluster
 
-            return cluster_comm_fn(load_cluster(hw), engine, f)(op, nbytes, n, domains, backend, moe)
+                wide.append(cluster_comm_fn(load_cluster(hw), engine, f))
+            return wide[0](op, nbytes, n, domains, backend, moe)
         if (op, n) not in timers:  # placement and terms resolved once per (op, group size)
             timers[op, n] = trtllm_allreduce_timer(hw, n) if (engine, op) == ("trtllm", "allreduce") \
                 else collective_timer(hw, op, n, engine=physics)
