@@ -15,7 +15,7 @@ import numpy as np
 from advisor.arch.formats import bytes_per_param, compute_dtype
 from advisor.arch.model import ModelArch, WeightGroup
 from advisor.cost import kernels, marlin
-from advisor.cost.collectives import SLOTS, slot_rows, step_collectives
+from advisor.cost.collectives import SLOTS, Collective, slot_rows, step_collectives
 from advisor.cost.engine_args import EngineArgs
 from advisor.cost.memory import MemoryFit, kv_elem_bytes
 from advisor.cost.plan import Plan
@@ -141,12 +141,19 @@ class Features:
         return Features(**{f.name: getattr(self, f.name)[:, None, None] for f in fields(Features)})
 
 
+def engine_collectives(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...], args: EngineArgs,
+                       cluster: Cluster | None = None) -> tuple[Collective, ...]:
+    """The forward's collectives (`collectives.step_collectives`) under the resolved engine: its rank order and the
+    MoE all-to-all it was asked for (`EngineArgs.moe_a2a_backend`)."""
+    return step_collectives(arch, plan, weights, cluster, args.engine, args.moe_a2a_backend == "deepep")
+
+
 def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, args: EngineArgs,
                   weights: tuple[WeightGroup, ...], mem: MemoryFit, cluster: Cluster | None = None
                   ) -> dict[str, object]:
     """One row of Features, under the resolved engine arguments (on `cluster` when the plan spans nodes)."""
     fp4 = "fp4" in hw.gpu.native_formats
-    slots = slot_rows(step_collectives(arch, plan, weights, cluster, args.engine, args.moe_a2a_backend == "deepep"))
+    slots = slot_rows(engine_collectives(arch, plan, weights, args, cluster))
     b = kv_elem_bytes(args)
     return {
         "layers": arch.num_layers, "hidden": arch.hidden_size, "vocab": arch.vocab_size, "tp": plan.tp,

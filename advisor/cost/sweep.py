@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from advisor.arch.model import ModelArch, WeightGroup, headline_dtype
-from advisor.cost.collectives import Collective, allreduce_summary, deepep_exchange, step_collectives
+from advisor.cost.collectives import Collective, allreduce_summary, deepep_exchange
 from advisor.cost.engine_args import EngineArgs, resolve
-from advisor.cost.features import Features, plan_features
+from advisor.cost.features import Features, engine_collectives, plan_features
 from advisor.cost.interval import interval as interval_of
 from advisor.cost.memory import MemoryFit, memory_fit, startup_lines
 from advisor.cost.plan import Plan, candidate_plans, invalid_reason
@@ -69,8 +69,7 @@ class Case:
 
     @property
     def collectives(self) -> tuple[Collective, ...]:
-        return step_collectives(self.arch, self.plan, self.weights, self.cluster, self.args.engine,
-                                self.args.moe_a2a_backend == "deepep")
+        return engine_collectives(self.arch, self.plan, self.weights, self.args, self.cluster)
 
 
 def a2a_reason(arch: ModelArch, settings: Settings, plan: Plan, hw: HardwareProfile,
