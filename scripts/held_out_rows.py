@@ -5,7 +5,7 @@ README reports (`research/splits.py: summarize`).
     python -m scripts.held_out_rows model|hardware OUT.csv [--engine sglang] [--bench DIR]
 
 The rows and fits of scripts/refit_calibrations.py: silicon_dev.csv, the case study and public_clean.csv, the
-pooled fit per engine (`research/splits.py: pooled_fitter`). On 2 cores: model held out ~17 min for every
+pooled fit per engine (`research/splits.py: pooled_fitter`). On 2 cores: model held out over 20 min for every
 engine, ~2 min for SGLang alone; GPU held out ~10 min. Compare two runs' CSVs line by line (same row order).
 """
 

@@ -1,7 +1,9 @@
 """Regenerate the shipped calibrations (advisor/calibrations/<engine>.json) from the measurements in the repo,
 with the held-out errors a user's question implies.
 
-    python -m scripts.refit_calibrations [BENCH_DIR]   (default tests/data/bench; ~3 min on 2 cores)
+    python -m scripts.refit_calibrations [BENCH_DIR]   (default tests/data/bench)
+
+44 min on the 2-CPU development box (2026-12): both held-out splits refit every engine.
 
 Rows: silicon_dev.csv, the case study (advisor/examples/case_study.csv) and the cleaned public rows
 (public_clean.csv). Per engine, one pooled fit over every GPU (`advisor/calibrate/pooled.py`). Then, for
