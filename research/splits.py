@@ -49,23 +49,48 @@ def group_of(row: Measurement, key: Key, split: Split) -> str:
     return architecture_of(row.model) if split == "model" else key[0]
 
 
-def held_out(buckets: Mapping[Key, Bucket], split: Split, fitter: Fitter) -> list[HeldOut]:
-    """Every row of `buckets` predicted by terms fitted on the buckets with its group removed."""
+def held_out(buckets: Mapping[Key, Bucket], split: Split, fitter: Fitter, workers: int = 1) -> list[HeldOut]:
+    """Every row of `buckets` predicted by terms fitted on the buckets with its group removed. `workers` > 1 fits
+    the groups in that many forked processes (each group's fit is independent; the rows come back in the same
+    order, with the same values, as from one process)."""
     groups = sorted({group_of(r, k, split) for k, b in buckets.items() for r in b.rows})
+    if workers <= 1 or len(groups) <= 1:
+        return [h for g in groups for h in _one_group(buckets, split, fitter, g)]
+    import multiprocessing
+
+    global _FORKED  # read by the forked workers: closures (the fitter) do not pickle
+    _FORKED = (buckets, split, fitter)
+    try:
+        with multiprocessing.get_context("fork").Pool(min(workers, len(groups))) as pool:
+            parts = pool.map(_forked_group, groups, chunksize=1)
+    finally:
+        _FORKED = None
+    return [h for part in parts for h in part]
+
+
+_FORKED: tuple[Mapping[Key, Bucket], Split, Fitter] | None = None
+
+
+def _forked_group(g: str) -> list[HeldOut]:
+    assert _FORKED is not None
+    return _one_group(*_FORKED, g)
+
+
+def _one_group(buckets: Mapping[Key, Bucket], split: Split, fitter: Fitter, g: str) -> list[HeldOut]:
+    """Group `g`'s rows predicted by terms fitted on every other group's."""
+    mask = {k: np.array([group_of(r, k, split) == g for r in b.rows]) for k, b in buckets.items()}
+    train = {k: subset(b, ~mask[k]) for k, b in buckets.items() if (~mask[k]).any()}
+    terms_for = fitter(train)
     out: list[HeldOut] = []
-    for g in groups:
-        mask = {k: np.array([group_of(r, k, split) == g for r in b.rows]) for k, b in buckets.items()}
-        train = {k: subset(b, ~mask[k]) for k, b in buckets.items() if (~mask[k]).any()}
-        terms_for = fitter(train)
-        for k, b in buckets.items():
-            if not mask[k].any():
-                continue
-            test = subset(b, mask[k])
-            pred = run_bucket(test, terms_for(k))
-            moe = test.features.experts > 0
-            for j, row in enumerate(test.rows):
-                out.append(HeldOut(row=row, key=k, moe=bool(moe[j]),
-                                   predicted={m: float(pred[m][j]) for m in METRIC_KEYS}))
+    for k, b in buckets.items():
+        if not mask[k].any():
+            continue
+        test = subset(b, mask[k])
+        pred = run_bucket(test, terms_for(k))
+        moe = test.features.experts > 0
+        for j, row in enumerate(test.rows):
+            out.append(HeldOut(row=row, key=k, moe=bool(moe[j]),
+                               predicted={m: float(pred[m][j]) for m in METRIC_KEYS}))
     return out
 
 

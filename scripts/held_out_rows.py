@@ -5,8 +5,9 @@ README reports (`research/splits.py: summarize`).
     python -m scripts.held_out_rows model|hardware OUT.csv [--engine sglang] [--bench DIR]
 
 The rows and fits of scripts/refit_calibrations.py: silicon_dev.csv, the case study and public_clean.csv, the
-pooled fit per engine (`research/splits.py: pooled_fitter`). On 2 cores: model held out over 20 min for every
-engine, ~2 min for SGLang alone; GPU held out ~10 min. Compare two runs' CSVs line by line (same row order).
+pooled fit per engine (`research/splits.py: pooled_fitter`). On 2 cores, the held-out groups in parallel: model
+held out ~17 min for every engine, ~2 min for SGLang alone; GPU held out ~5 min. Compare two runs' CSVs line
+by line (same row order).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -73,7 +75,7 @@ def main() -> int:
         print(f"held_out_rows: {err}", file=sys.stderr)
         return 2
     rows = [r for r in rows if args.engine in (None, engine_label(r))]
-    held = held_out(prepare(rows)[1], args.split, pooled_fitter())
+    held = held_out(prepare(rows)[1], args.split, pooled_fitter(), os.cpu_count() or 1)
     write_rows(held, args.out)
     summary = summarize(held)
     write_atomic(args.out.with_suffix(".json"), json.dumps(summary, indent=1) + "\n")

@@ -38,3 +38,16 @@ def test_rows_carry_the_summary_of_the_split(tmp_path: Path) -> None:
         assert (want is None) == (not got)
         if got:
             assert statistics.median(got) == pytest.approx(want, abs=0.01)
+
+
+def test_forked_groups_give_the_rows_of_one_process() -> None:
+    # the scripts fit the held-out groups in parallel (`held_out(..., workers)`): same rows, order and values
+    rows = [r for r in read_measurements(BENCH / "silicon_dev.csv").rows
+            if r.hardware == "h100-sxm" and r.engine == "trtllm" and r.tp == 4]
+    picked = [r for m in ("meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-32B") for r in
+              [r for r in rows if r.model == m][:8]]
+    buckets = prepare(picked)[1]
+    one = held_out(buckets, "model", pooled_fitter())
+    two = held_out(buckets, "model", pooled_fitter(), workers=2)
+    assert len(one) == 16
+    assert [(h.row, h.key, h.predicted) for h in two] == [(h.row, h.key, h.predicted) for h in one]
