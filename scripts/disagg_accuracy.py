@@ -6,9 +6,9 @@ quantized exports together), and under the shipped calibration; and the verdict,
 against predicted (`scripts/disagg_verdicts.py`). Nothing is fitted on the disaggregated rows.
 
     python -m scripts.disagg_accuracy --refit             # predict again: the held-out fits (pooled per engine,
-                                                          # `research/splits.py: pooled_fitter`), ~30 min on 2 busy
-                                                          # cores; writes tests/data/bench/disagg_held_out.csv and
-                                                          # disagg_verdicts.csv
+                                                          # `research/splits.py: pooled_fitter`), one forked process
+                                                          # per CPU: 6 min on 2 cores; writes tests/data/bench/
+                                                          # disagg_held_out.csv and disagg_verdicts.csv
     python -m scripts.disagg_accuracy [--update [FILE]]   # the block from those files (FILE: docs/accuracy.md)
 """
 
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import multiprocessing
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -66,11 +68,37 @@ def _record(split: str, group: str, r: DisaggRow, raw: dict[str, str]) -> dict[s
             "tpot_pred": pred.get("tpot_ms", ""), "reason": r.reason or ""}
 
 
+_GROUPS: tuple[list[Any], dict[Any, Any], dict[int, dict[str, str]]] | None = None
+
+
+def _held_out_group(i: int) -> list[dict[str, Any]]:
+    """The rows of held-out group i (`refit`), predicted by the pooled terms fitted without it."""
+    from advisor.calibrate.base import subset
+    from research.splits import pooled_fitter
+
+    assert _GROUPS is not None
+    groups, buckets, raw = _GROUPS
+    split, name, mine, held = groups[i]
+    engines = {r.get("engine") or "vllm" for r in raw.values() if mine(r)}
+    train = {}
+    for k, b in buckets.items():
+        keep = [j for j, row in enumerate(b.rows) if not held(row.model, k[0])]
+        if k[1] in engines and keep:
+            train[k] = subset(b, np.asarray(keep))
+    terms_for = pooled_fitter()(train)
+
+    def held_terms(hw: Any, e: str) -> Any:
+        return terms_for((hw.id, e))
+
+    rows = predict_disagg_rows(DISAGG, held_terms, only=mine)
+    print(f"{split} {name}: {sum(r.predicted is not None for r in rows)} of {len(rows)} predicted", flush=True)
+    return [_record(split, name, r, raw[r.row]) for r in rows]
+
+
 def refit() -> None:
     """Predict every row under each split and write the two CSVs (module docstring)."""
     from advisor.calibrate.predict_table import prepare
     from advisor.calibrate.rowtable import read_measurements
-    from research.splits import pooled_fitter
     from scripts.disagg_verdicts import families
     from scripts.refit_calibrations import files
 
@@ -83,22 +111,12 @@ def refit() -> None:
               for g in HW_GROUPS]
     groups += [("model", f, lambda row, f=f: fam[row["model"]] == f, lambda m, hw, f=f: fam[m] == f)
                for f in sorted({fam[r["model"]] for r in raw.values()})]
-    for split, name, mine, held in groups:
-        engines = {r.get("engine") or "vllm" for r in raw.values() if mine(r)}
-        train = {}
-        for k, b in buckets.items():
-            keep = [j for j, row in enumerate(b.rows) if not held(row.model, k[0])]
-            if k[1] in engines and keep:
-                from advisor.calibrate.base import subset
-
-                train[k] = subset(b, np.asarray(keep))
-        terms_for = pooled_fitter()(train)
-        def held_terms(hw: Any, e: str, tf: Any = terms_for) -> Any:
-            return tf((hw.id, e))
-
-        rows = predict_disagg_rows(DISAGG, held_terms, only=mine)
-        out += [_record(split, name, r, raw[r.row]) for r in rows]
-        print(f"{split} {name}: {sum(r.predicted is not None for r in rows)} of {len(rows)} predicted", flush=True)
+    global _GROUPS  # read by the forked workers: the groups' closures do not pickle
+    _GROUPS = (groups, buckets, raw)
+    # each group's fit is independent: one forked process per CPU, results in the groups' order
+    with multiprocessing.get_context("fork").Pool(min(os.cpu_count() or 1, len(groups))) as pool:
+        for part in pool.map(_held_out_group, range(len(groups)), chunksize=1):
+            out += part
     _write(HELD_OUT, COLUMNS, out)
     _write(VERDICTS, VERDICT_COLUMNS, _verdict_records(out, agg_path=BENCH / "silicon_dev.csv", fam=fam))
 
