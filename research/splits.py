@@ -53,27 +53,11 @@ def held_out(buckets: Mapping[Key, Bucket], split: Split, fitter: Fitter, worker
     """Every row of `buckets` predicted by terms fitted on the buckets with its group removed. `workers` > 1 fits
     the groups in that many forked processes (each group's fit is independent; the rows come back in the same
     order, with the same values, as from one process)."""
+    from research.forked import fork_map
+
     groups = sorted({group_of(r, k, split) for k, b in buckets.items() for r in b.rows})
-    if workers <= 1 or len(groups) <= 1:
-        return [h for g in groups for h in _one_group(buckets, split, fitter, g)]
-    import multiprocessing
-
-    global _FORKED  # read by the forked workers: closures (the fitter) do not pickle
-    _FORKED = (buckets, split, fitter)
-    try:
-        with multiprocessing.get_context("fork").Pool(min(workers, len(groups))) as pool:
-            parts = pool.map(_forked_group, groups, chunksize=1)
-    finally:
-        _FORKED = None
+    parts = fork_map(lambda g: _one_group(buckets, split, fitter, g), groups, workers)
     return [h for part in parts for h in part]
-
-
-_FORKED: tuple[Mapping[Key, Bucket], Split, Fitter] | None = None
-
-
-def _forked_group(g: str) -> list[HeldOut]:
-    assert _FORKED is not None
-    return _one_group(*_FORKED, g)
 
 
 def _one_group(buckets: Mapping[Key, Bucket], split: Split, fitter: Fitter, g: str) -> list[HeldOut]:

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import multiprocessing
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -68,17 +66,13 @@ def _record(split: str, group: str, r: DisaggRow, raw: dict[str, str]) -> dict[s
             "tpot_pred": pred.get("tpot_ms", ""), "reason": r.reason or ""}
 
 
-_GROUPS: tuple[list[Any], dict[Any, Any], dict[int, dict[str, str]]] | None = None
-
-
-def _held_out_group(i: int) -> list[dict[str, Any]]:
-    """The rows of held-out group i (`refit`), predicted by the pooled terms fitted without it."""
+def _held_out_group(group: tuple[Any, ...], buckets: dict[Any, Any], raw: dict[int, dict[str, str]]
+                    ) -> list[dict[str, Any]]:
+    """The rows of one held-out group (`refit`), predicted by the pooled terms fitted without it."""
     from advisor.calibrate.base import subset
     from research.splits import pooled_fitter
 
-    assert _GROUPS is not None
-    groups, buckets, raw = _GROUPS
-    split, name, mine, held = groups[i]
+    split, name, mine, held = group
     engines = {r.get("engine") or "vllm" for r in raw.values() if mine(r)}
     train = {}
     for k, b in buckets.items():
@@ -99,6 +93,7 @@ def refit() -> None:
     """Predict every row under each split and write the two CSVs (module docstring)."""
     from advisor.calibrate.predict_table import prepare
     from advisor.calibrate.rowtable import read_measurements
+    from research.forked import fork_map
     from scripts.disagg_verdicts import families
     from scripts.refit_calibrations import files
 
@@ -111,12 +106,9 @@ def refit() -> None:
               for g in HW_GROUPS]
     groups += [("model", f, lambda row, f=f: fam[row["model"]] == f, lambda m, hw, f=f: fam[m] == f)
                for f in sorted({fam[r["model"]] for r in raw.values()})]
-    global _GROUPS  # read by the forked workers: the groups' closures do not pickle
-    _GROUPS = (groups, buckets, raw)
-    # each group's fit is independent: one forked process per CPU, results in the groups' order
-    with multiprocessing.get_context("fork").Pool(min(os.cpu_count() or 1, len(groups))) as pool:
-        for part in pool.map(_held_out_group, range(len(groups)), chunksize=1):
-            out += part
+    # each group's fit is independent; indices go to the workers (the groups hold closures, which do not pickle)
+    for part in fork_map(lambda i: _held_out_group(groups[i], buckets, raw), range(len(groups))):
+        out += part
     _write(HELD_OUT, COLUMNS, out)
     _write(VERDICTS, VERDICT_COLUMNS, _verdict_records(out, agg_path=BENCH / "silicon_dev.csv", fam=fam))
 
