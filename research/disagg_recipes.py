@@ -19,10 +19,13 @@ from dataclasses import dataclass
 
 CELLS = ("prefill_redundant_experts", "prefill_mem_fraction", "prefill_moe_a2a", "decode_redundant_experts",
          "decode_mem_fraction", "decode_moe_a2a")
-ELNIFIO = ("Elnifio/dynamo update-result-file-name components/backends/sglang/slurm_jobs/scripts/gb200-fp8.sh "
-           "(revision 0bf64d4c; ai-dynamo/dynamo 085194da the same flags): --ep-num-redundant-experts 32 and "
-           "--enable-deepep-moe on both sides; --mem-fraction-static differs between revisions (prefill none or "
-           "0.8), not recorded")
+ELNIFIO = ("components/backends/sglang/slurm_jobs/scripts/gb200-fp8.sh of the Dynamo fork InferenceX cloned "
+           "unpinned (Elnifio/dynamo update-result-file-name); every revision read passes the decode side "
+           "--mem-fraction-static 0.82, --ep-num-redundant-experts 32 and DeepEP (--enable-deepep-moe or "
+           "--moe-a2a-backend deepep) on both sides: Elnifio 0bf64d4c, ai-dynamo/dynamo 085194da, and "
+           "wxsms/dynamo 0ab6bc2b (a copy of ai-dynamo's script of late October 2025, the one whose arguments and "
+           "context length fit the launch); the prefill side's fraction differs between them (none or 0.8), not "
+           "recorded")
 SRT = "ishandhanani/srt-slurm sa-submission-q1-2026"  # the branch runners/launch_gb*-nv.sh check out (2026-02)
 INFERRED_EP48 = ("inferred: the pinned script revision is not available; EP48 over 256 experts forms only with "
                  "redundant slots, 32 in every GB200/GB300 DeepSeek recipe of SGLang read, each of which runs its "
@@ -58,11 +61,11 @@ TP_BOTH = "no ep-num-redundant-experts and no moe-a2a-backend either side (TP, e
 RECIPES: tuple[Recipe, ...] = (
     # Before 2025-12-05 InferenceX's own launcher ran Elnifio's Dynamo fork for every ISL (the rack-scale rows)
     Recipe("runners/launch_gb200-nv.sh@450d834a9 dsr1-fp8-gb200-dynamo-sglang", None, None,
-           ("32", "", "deepep"), ("32", "", "deepep"), "read", ELNIFIO),
+           ("32", "", "deepep"), ("32", "0.82", "deepep"), "read", ELNIFIO),
     # benchmarks/dsr1_fp8_gb200_dynamo-sglang_slurm.sh@93e1b3ca1: 8k1k clones Elnifio's fork, 1k1k the
     # ishan/sa-1.1-sgl-dsr1-fp8 branch of ai-dynamo/dynamo (1k1k-max-tpt or 1p_4d)
     Recipe("nvidia-master.yaml@93e1b3ca1 dsr1-fp8-gb200-dynamo-sglang", 8192, None,
-           ("32", "", "deepep"), ("32", "", "deepep"), "read", ELNIFIO),
+           ("32", "", "deepep"), ("32", "0.82", "deepep"), "read", ELNIFIO),
     Recipe("nvidia-master.yaml@93e1b3ca1 dsr1-fp8-gb200-dynamo-sglang", 1024, 48,
            ("", "", ""), ("32", "", "deepep"), "inferred", INFERRED_EP48),
     Recipe("runners/launch_gb200-nv.sh@175fe5364 dsr1-fp8-gb200-dynamo-sglang", 1024, 48,
