@@ -1,6 +1,7 @@
 """docs/collectives-scaleout.md's scaleout-accuracy block: the wide-EP dispatch/combine model against DeepEP's tables
-(each GPU held out) and DeepEP's README, multi-node allreduce against published nccl-tests figures, and the latency
-floor as nodes are added. Reads the shipped `advisor/hardware/wide_ep_params.json` (scripts/scaleout_fit.py).
+(each GPU held out), DeepEP's README and TensorRT-LLM's one-sided all-to-all figures (each EP size held out),
+multi-node allreduce against published nccl-tests figures, and the latency floor as nodes are added. Reads the
+shipped `advisor/hardware/wide_ep_params.json` (scripts/scaleout_fit.py).
 
     python -m scripts.scaleout_accuracy [--update [FILE]]
 """
@@ -20,7 +21,7 @@ from advisor.hardware.comm import bus_factor
 from advisor.hardware.ep_exchange import exchange_us
 from advisor.hardware.schema import Fabric
 from advisor.hardware.wide_ep import MoEShape, params
-from scripts.scaleout_fit import GPUS, README_LL, README_NORMAL, readme_ll_us, readme_normal
+from scripts.scaleout_fit import BLOG18_ONE_SIDED, GPUS, README_LL, README_NORMAL, readme_ll_us, readme_normal
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "scaleout-accuracy"
@@ -90,6 +91,25 @@ def readme_checks() -> list[str]:
     return lines
 
 
+def one_sided_checks() -> list[str]:
+    """TensorRT-LLM's NVLinkOneSided against the figures it is fitted on, each EP size predicted from the others."""
+    p = params()["one_sided"]
+    lines = ["", "TensorRT-LLM's NVLinkOneSided all-to-all (its default inside one NVLink domain) against NVIDIA's "
+             "published figures (TensorRT-LLM tech blog 18, GB200 NVL72, DeepSeek-V3 shape, BF16 both ways, 1-2048 "
+             "tokens per rank): median |error| in sample and for each EP size predicted from a fit on the other three.",
+             "", "| kernel | in sample | " + " | ".join(f"EP {ep} held out" for ep in BLOG18_ONE_SIDED) + " |",
+             "|---|---:|" + "---:|" * len(BLOG18_ONE_SIDED)]
+    for direction in ("dispatch", "combine"):
+        q = p[direction]
+        cells = [f"{q['held_out'][f'ep{ep}']['median_abs_pct']:.0f}% ({q['held_out'][f'ep{ep}']['rows']})"
+                 for ep in BLOG18_ONE_SIDED]
+        lines.append(f"| one-sided {direction} | {q['in_sample_median_abs_pct']:.0f}% | " + " | ".join(cells) + " |")
+    lines += ["", "Shipped parameters: " + "; ".join(
+        f"{d}: " + ", ".join(f"{k} {v:g}" for k, v in p[d].items() if isinstance(v, float)
+                             and not k.startswith("in_sample")) for d in ("dispatch", "combine")) + "."]
+    return lines
+
+
 def _cluster(profile: str, nics: int, gbps: float, nodes: int) -> Cluster:
     fab = Fabric(id="check", name=f"{nics} x {gbps:g} GB/s", kind="infiniband", nics_per_node=nics, nic_gbps=gbps,
                  gpudirect_rdma=True, latency_us=2.7, source="the published system's NICs (table row)")
@@ -150,7 +170,8 @@ def floor_table() -> list[str]:
 def block() -> str:
     head = ["Written by `python -m scripts.scaleout_accuracy` from `advisor/hardware/wide_ep_params.json` "
             "(`scripts/scaleout_fit.py`) and the profiles; do not edit by hand.", ""]
-    return "\n".join(head + deepep_tables() + readme_checks() + nccl_checks() + floor_table()) + "\n"
+    return "\n".join(head + deepep_tables() + readme_checks() + one_sided_checks() + nccl_checks()
+                     + floor_table()) + "\n"
 
 
 def main() -> int:

@@ -26,7 +26,16 @@ from scipy.optimize import least_squares
 from advisor.files import write_atomic
 from advisor.hardware import load_profile
 from advisor.hardware.scaleout import domain_floor_busbw
-from advisor.hardware.wide_ep import DEVICE_SMS, MIN_DEVICE_SMS, PARAMS, EPLinks, MoEShape, ll_us, normal_us
+from advisor.hardware.wide_ep import (
+    DEVICE_SMS,
+    MIN_DEVICE_SMS,
+    PARAMS,
+    EPLinks,
+    MoEShape,
+    ll_us,
+    normal_us,
+    one_sided_us,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 TABLES = REPO / "tests" / "data" / "kernels"
@@ -48,6 +57,26 @@ CX7_GBPS = 50.0  # README: "CX7 InfiniBand 400 Gb/s RDMA network card (~50 GB/s 
 README_EXPERTS = 256  # DeepSeek-V3's routed experts (the README's setting); DeepEP's tests assert experts % ranks == 0
 README_SMS = 24  # docs/legacy.md example: Buffer.set_num_sms(24)
 NET_HOP_US = 2.7  # NCCL's network step, the profiles' fabric latency_us
+# NVIDIA/TensorRT-LLM docs/source/blogs/tech_blog/blog18_Optimizing_MoE_Communication_with_One_Sided_AlltoAll_Over_
+# NVLink.md (22de8b34, Apache-2.0), "Scaling With Batch Size and EP Size": NVLinkOneSided on GB200 NVL72, DeepSeek-V3
+# profile (hidden 7168, top-8 of 256 experts), BF16 dispatch and combine, a perfect router (`bench_moe_comm.py
+# --perfect_router`): {EP: ((tokens per rank, dispatch us, combine us), ...)}
+BLOG18_ONE_SIDED = {
+    8: ((1, 18.9, 31.0), (2, 18.4, 31.1), (4, 18.1, 31.4), (8, 17.6, 31.4), (16, 18.5, 32.6), (32, 18.2, 32.7),
+        (64, 22.3, 34.1), (128, 31.7, 38.1), (256, 50.8, 53.0), (512, 89.5, 91.7), (1024, 166.3, 175.6),
+        (2048, 311.8, 322.6)),
+    16: ((1, 18.8, 30.8), (2, 19.1, 31.4), (4, 18.5, 31.6), (8, 18.9, 31.8), (16, 18.4, 33.0), (32, 20.2, 34.2),
+         (64, 24.1, 35.6), (128, 34.6, 39.9), (256, 54.8, 57.0), (512, 97.1, 98.2), (1024, 181.2, 188.2),
+         (2048, 343.3, 348.4)),
+    32: ((1, 19.8, 31.4), (2, 19.7, 31.3), (4, 19.6, 31.4), (8, 19.4, 32.2), (16, 18.9, 33.4), (32, 21.1, 34.6),
+         (64, 26.2, 36.4), (128, 37.8, 41.1), (256, 61.5, 59.7), (512, 109.6, 102.5), (1024, 197.5, 197.5),
+         (2048, 373.7, 369.5)),
+    64: ((1, 27.8, 32.6), (2, 24.8, 32.2), (4, 29.1, 33.0), (8, 20.4, 33.3), (16, 20.6, 35.0), (32, 23.1, 36.1),
+         (64, 28.8, 37.7), (128, 41.6, 44.5), (256, 65.3, 62.9), (512, 115.7, 106.7), (1024, 209.4, 199.2),
+         (2048, 399.2, 372.1)),
+}
+BLOG18_GPU = "gb200"  # its NVLink per GPU is the profile's (blog 18: "uni-directional NVLink Bandwidth ... 900GB/s")
+ONE_SIDED_NAMES = ("floor_us", "floor_us_per_rank", "link_share")
 
 
 @dataclass(frozen=True)
@@ -187,6 +216,58 @@ def fit_nic(mode: str, params_mode: dict) -> float:
     return round(float(least_squares(resid, [0.8], bounds=([0.05], [1.0])).x[0]), 4)
 
 
+def one_sided_rows(eps: tuple[int, ...] | None = None) -> list[tuple[int, int, float, float]]:
+    """(EP, tokens per rank, dispatch us, combine us) of TensorRT-LLM's blog figures, the EP sizes `eps` (all)."""
+    return [(ep, t, d, c) for ep, rows in BLOG18_ONE_SIDED.items() if eps is None or ep in eps for t, d, c in rows]
+
+
+def one_sided_predict(direction: str, rows: list[tuple[int, int, float, float]], p: dict) -> np.ndarray:
+    """The model (`wide_ep.one_sided_us`) at the blog's points: GB200's NVLink, BF16 both ways, EP = the ranks."""
+    moe = MoEShape(7168, 8, 256)
+    out = []
+    for ep, t, _, _ in rows:
+        links = EPLinks(ranks=ep, per_domain=ep, fast_gbps=gpu_links(BLOG18_GPU).fast_gbps, ag_floor_us=0.0,
+                        a2a_floor_us=0.0, nic_gbps=0.0, net_latency_us=0.0, device_sms=MIN_DEVICE_SMS)
+        out.append(float(one_sided_us(direction, t, moe, links, elem_bytes=2.0, fit=p)))
+    return np.array(out)
+
+
+def one_sided_measured(direction: str, rows: list[tuple[int, int, float, float]]) -> np.ndarray:
+    return np.array([d if direction == "dispatch" else c for _, _, d, c in rows])
+
+
+def fit_one_sided(direction: str, rows: list[tuple[int, int, float, float]]) -> dict:
+    """floor + per-rank floor + NVLink share, least squares on log(predicted / measured)."""
+    meas = one_sided_measured(direction, rows)
+
+    def resid(x: np.ndarray) -> np.ndarray:
+        return np.log(one_sided_predict(direction, rows, dict(zip(ONE_SIDED_NAMES, x, strict=True)))) - np.log(meas)
+
+    res = least_squares(resid, [15.0, 0.05, 0.8], bounds=([1e-6] * 3, [np.inf, np.inf, 1.0]))
+    return {n: round(float(v), 5) for n, v in zip(ONE_SIDED_NAMES, res.x, strict=True)}
+
+
+def one_sided_block() -> dict:
+    """TensorRT-LLM's NVLinkOneSided parameters, with the in-sample median and each EP size predicted from a fit on
+    the other three."""
+    doc: dict = {"source": "TensorRT-LLM tech blog 18 (NVIDIA/TensorRT-LLM 22de8b34), GB200 NVL72, EP 8-64, "
+                           "1-2048 tokens per rank; by scripts/scaleout_fit.py"}
+    rows = one_sided_rows()
+    for direction in ("dispatch", "combine"):
+        p = fit_one_sided(direction, rows)
+        p["in_sample_median_abs_pct"] = median_pct(one_sided_predict(direction, rows, p),
+                                                   one_sided_measured(direction, rows))
+        held = {}
+        for ep in BLOG18_ONE_SIDED:
+            q = fit_one_sided(direction, one_sided_rows(tuple(e for e in BLOG18_ONE_SIDED if e != ep)))
+            test = one_sided_rows((ep,))
+            held[f"ep{ep}"] = {"median_abs_pct": median_pct(one_sided_predict(direction, test, q),
+                                                             one_sided_measured(direction, test)), "rows": len(test)}
+        p["held_out"] = held
+        doc[direction] = p
+    return doc
+
+
 def build() -> dict:
     doc: dict = {"source": SOURCE}
     for mode in ("ll", "normal"):
@@ -199,6 +280,7 @@ def build() -> dict:
             block[direction] = p
         block["nic_share"] = fit_nic(mode, block)
         doc[mode] = block
+    doc["one_sided"] = one_sided_block()
     return doc
 
 

@@ -34,7 +34,8 @@ once (RDMA to the same-index GPU there, then NVLink).
 The fitted numbers (`wide_ep_params.json`, by `scripts/scaleout_accuracy.py --fit`) are physically named and shared by
 every GPU: the floor ratios, the per-local-expert latency, the achievable link shares, the per-SM / per-channel copy
 rates; the NVLink shares and copy rates come from DeepEP's single-node tables (aiconfigurator, SGLang 0.5.12), the
-NIC share of each mode from DeepEP's own multi-node README figures.
+NIC share of each mode from DeepEP's own multi-node README figures, and TensorRT-LLM's one-sided all-to-all
+(`one_sided_us`) from NVIDIA's published GB200 NVL72 figures for it (TensorRT-LLM tech blog 18).
 """
 
 from __future__ import annotations
@@ -187,19 +188,22 @@ def normal_us(direction: str, tokens: np.ndarray | float, moe: MoEShape, links: 
 
 
 def one_sided_us(direction: str, tokens: np.ndarray | float, moe: MoEShape, links: EPLinks,
-                 busiest: np.ndarray | float = 1.0, elem_bytes: float | None = None) -> np.ndarray:
+                 busiest: np.ndarray | float = 1.0, elem_bytes: float | None = None, fit: dict | None = None
+                 ) -> np.ndarray:
     """TensorRT-LLM's NVLink one-/two-sided all-to-all (`_torch/modules/fused_moe/communication/nvlink_one_sided.py`,
     `nvlink_two_sided.py`): each token goes once to each distinct rank among its top-k ("each token is dispatched to
-    at most top_k target ranks", TensorRT-LLM tech blog 18), over NVLink only (MNNVL symmetric memory). No measured
-    table of its own: timed with DeepEP low-latency's fitted floor and NVLink share (an analogue, said so in
-    docs/collectives-scaleout.md). `elem_bytes`: per element (dispatch FP8 with scales by default, combine BF16)."""
+    at most top_k target ranks", TensorRT-LLM tech blog 18), over NVLink only (MNNVL symmetric memory):
+    `floor + per-rank floor x R + T D hidden bytes (R - 1)/R / (share x L)`. The per-rank floor is the flag barrier
+    each kernel ends (dispatch) or starts (combine) with, a write to and a poll of every peer (blog 18,
+    "Synchronization"). Fitted on the blog's GB200 NVL72 figures (`scripts/scaleout_fit.py: BLOG18_ONE_SIDED`); the
+    two-sided kernel is timed the same. `elem_bytes`: per element (dispatch FP8 with scales by default: the kernel
+    moves the quantized activations; combine BF16). `fit`: the parameters of one direction (the fitter's)."""
     if links.crosses_nics:
         raise ValueError("TensorRT-LLM's NVLink all-to-all runs inside one NVLink domain only")
-    p = params()["ll"][direction]
+    p = fit if fit is not None else params()["one_sided"][direction]
     T = np.asarray(tokens, dtype=float)
     h, k, E, R = moe.hidden, moe.topk, moe.experts, links.ranks
     b = elem_bytes if elem_bytes is not None else (1 + FP8_SCALE_BYTES if direction == "dispatch" else 2.0)
     D = distinct_ranks(E, k, R)
     vol = T * D * h * b * busiest * (R - 1) / R
-    floor = p["floor_ag_ratio"] * links.ag_floor_us + p["floor_us_per_local_expert"] * E / R
-    return floor + vol / (p["link_share"] * links.fast_gbps * 1e3)
+    return p["floor_us"] + p["floor_us_per_rank"] * R + vol / (p["link_share"] * links.fast_gbps * 1e3)
