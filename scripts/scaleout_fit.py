@@ -7,7 +7,8 @@ collector, SGLang 0.5.12; README beside them), one set of physically named param
 least squares on log(predicted / measured); each GPU is also left out and predicted from a fit on the others (the
 held-out medians go into the file and docs/collectives-scaleout.md). NIC side: the NIC share of each mode fitted to
 DeepEP's own multi-node dispatch figures (README, legacy V1 tables, H800 + ConnectX-7 400 Gb/s), the combine
-figures left as the check.
+figures left as the check. TensorRT-LLM's NVLinkOneSided all-to-all: its floors and NVLink share per direction fitted
+to NVIDIA's published GB200 NVL72 figures (`BLOG18_ONE_SIDED`), each EP size also predicted from the other three.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ cross NVLink: (m - 1) / m of them. Engines give it 20 SMs (DeepEP `Buffer.num_sm
 (the notify round that exchanges the counts before the data). Across nodes a token crosses each distinct remote node
 once (RDMA to the same-index GPU there, then NVLink).
 
-The fitted numbers (`wide_ep_params.json`, by `scripts/scaleout_accuracy.py --fit`) are physically named and shared by
+The fitted numbers (`wide_ep_params.json`, by `scripts/scaleout_fit.py`) are physically named and shared by
 every GPU: the floor ratios, the per-local-expert latency, the achievable link shares, the per-SM / per-channel copy
 rates; the NVLink shares and copy rates come from DeepEP's single-node tables (aiconfigurator, SGLang 0.5.12), the
 NIC share of each mode from DeepEP's own multi-node README figures, and TensorRT-LLM's one-sided all-to-all
@@ -196,8 +196,9 @@ def one_sided_us(direction: str, tokens: np.ndarray | float, moe: MoEShape, link
     `floor + per-rank floor x R + T D hidden bytes (R - 1)/R / (share x L)`. The per-rank floor is the flag barrier
     each kernel ends (dispatch) or starts (combine) with, a write to and a poll of every peer (blog 18,
     "Synchronization"). Fitted on the blog's GB200 NVL72 figures (`scripts/scaleout_fit.py: BLOG18_ONE_SIDED`); the
-    two-sided kernel is timed the same. `elem_bytes`: per element (dispatch FP8 with scales by default: the kernel
-    moves the quantized activations; combine BF16). `fit`: the parameters of one direction (the fitter's)."""
+    two-sided kernel, with no published figures, is timed the same (an analogue). `elem_bytes`: per element
+    (dispatch FP8 with scales by default: the kernel moves the quantized activations; combine BF16). `fit`: the
+    parameters of one direction (the fitter's)."""
     if links.crosses_nics:
         raise ValueError("TensorRT-LLM's NVLink all-to-all runs inside one NVLink domain only")
     p = fit if fit is not None else params()["one_sided"][direction]
