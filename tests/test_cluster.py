@@ -189,6 +189,20 @@ def test_wide_ep_over_rdma_is_deepep_all_to_all() -> None:
     assert deepep_exchange(Plan(tp=1, dp=16, ep=16), c)
 
 
+def test_trtllm_nvlink_all_to_all_moves_the_experts_input_format() -> None:
+    """TensorRT-LLM's attention-DP EP16 over four GB200 trays runs its NVLink all-to-all, which moves the MoE input as
+    the experts' recipe quantizes it (tech blog 18: NVFP4 4032 bytes per 7168-wide token; block FP8 with a float scale
+    per 128), top-8 copies out and BF16 back."""
+    rack = load_cluster(load_profile("gb200"), 4)
+    plan = Plan(tp=1, dp=16, ep=16)
+    fp4 = _by_slot(step_collectives(catalog_arch("nvidia/DeepSeek-R1-NVFP4"), plan, None, rack, "trtllm"))
+    fp8 = _by_slot(step_collectives(catalog_arch("deepseek-ai/DeepSeek-R1"), plan, None, rack, "trtllm"))
+    assert fp4["a2a_dispatch"].bytes_per_unit == 8 * 4032
+    assert fp8["a2a_dispatch"].bytes_per_unit == pytest.approx(8 * 7168 * (1 + 4 / 128))
+    assert fp4["a2a_combine"].bytes_per_unit == fp8["a2a_combine"].bytes_per_unit == 8 * 7168 * 2
+    assert "NVLink all-to-all" in fp4["a2a_dispatch"].cause and fp4["a2a_dispatch"].group == 16
+
+
 def test_wide_ep_without_gpudirect_rdma_stays_on_nccl() -> None:
     a, c = catalog_arch(KIMI), cluster("rtx-pro-6000-server", 2)  # host-staged NICs: DeepEP cannot run
     got = _by_slot(step_collectives(a, Plan(tp=1, dp=16, ep=16), None, c, "vllm"))

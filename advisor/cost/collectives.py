@@ -45,6 +45,12 @@ ACT_BYTES = 2  # activations between layers are BF16 for every checkpoint format
 # bytes per element), others BF16.
 DISPATCH_BYTES = {"fp8-block": 1 + 4 / 128}
 DEEPEP_DISPATCH_BYTES = 1 + 4 / 128  # FP8 with a float32 scale per 128 elements (DeepEP low-latency dispatch)
+# TensorRT-LLM's NVLink all-to-all moves the MoE's input as the experts' recipe quantized it, before dispatch
+# (tech blog 18, "Quantization-Agnostic Communication"; its "Post-Quant Dispatch" table: NVFP4 4032 bytes per
+# 7168-element token, one FP8 scale per 16; MXFP8 7392): bytes per element by the experts' format, else BF16. The
+# older MNNVL path does it for NVFP4 (`_torch/modules/fused_moe/fused_moe_wide_ep.py`: `use_postquant_alltoall`,
+# TRTLLM_MOE_POST_QUANT_ALLTOALLV on by default, `has_nvfp4()`)
+NVLINK_DISPATCH_BYTES = {"nvfp4": 0.5 + 1 / 16, "fp8-block": 1 + 4 / 128, "fp8": 1.0}
 # the name under which each engine runs DeepEP for EP across nodes, as its printed command selects it
 # (`decide/multinode.py`): vLLM `--all2all-backend deepep_low_latency` (docs/serving/expert_parallel_deployment.md:
 # "multi-node decode"), SGLang `--moe-a2a-backend deepep` (auto mode), TensorRT-LLM its own pick
@@ -144,19 +150,23 @@ def _moe_exchange(arch: ModelArch, plan: Plan, weights: tuple[WeightGroup, ...] 
     the group crosses nodes where DeepEP runs (`deepep_ready`: its internode and low-latency kernels write into remote
     GPU memory through NVSHMEM, deepseek-ai/DeepEP README); elsewhere (a PCIe box, a fabric without GPUDirect RDMA),
     the NCCL all-gather / reduce-scatter across the nodes (vLLM `allgather_reducescatter`, SGLang
-    `--moe-a2a-backend none`); `deepep`: DeepEP all-to-all inside a fast domain too, as the user's backend asks."""
+    `--moe-a2a-backend none`); `deepep`: DeepEP all-to-all inside a fast domain too, as the user's backend asks;
+    `nvlink_a2a`: TensorRT-LLM's NVLink all-to-all, its dispatch in the experts' input format
+    (`NVLINK_DISPATCH_BYTES`)."""
     assert arch.moe is not None
     n = plan.tp * plan.dp
     h = arch.hidden_size * ACT_BYTES
+    experts = [w.fmt for w in weights or arch.weights if w.shard == "expert"]
     if (domains > 1 and rdma and plan.ep > 1) or nvlink_a2a or (deepep and plan.ep > 1):
         k = arch.moe.experts_per_token
         kind = "NVLink all-to-all" if nvlink_a2a else "DeepEP all-to-all"
-        return [Collective(f"MoE dispatch ({kind})", A2A_DISPATCH, n, moe_layers,
-                           k * arch.hidden_size * DEEPEP_DISPATCH_BYTES, moe_layers, domains),
+        b = max((NVLINK_DISPATCH_BYTES.get(f, ACT_BYTES) for f in experts), default=ACT_BYTES) if nvlink_a2a \
+            else DEEPEP_DISPATCH_BYTES
+        return [Collective(f"MoE dispatch ({kind})", A2A_DISPATCH, n, moe_layers, k * arch.hidden_size * b,
+                           moe_layers, domains),
                 Collective(f"MoE combine ({kind})", A2A_COMBINE, n, moe_layers, k * h, moe_layers,
                            domains)]
-    fmt = max((w.fmt for w in weights or arch.weights if w.shard == "expert"),
-              key=lambda f: DISPATCH_BYTES.get(f, ACT_BYTES), default="bf16")
+    fmt = max(experts, key=lambda f: DISPATCH_BYTES.get(f, ACT_BYTES), default="bf16")
     return [Collective("MoE dispatch", DISPATCH, n, moe_layers, arch.hidden_size * DISPATCH_BYTES.get(fmt, ACT_BYTES),
                        moe_layers, domains),
             Collective("MoE combine", COMBINE, n, moe_layers, h, moe_layers, domains)]
