@@ -214,3 +214,14 @@ def test_mutated_configs_read_or_raise_advisor_error(data: st.DataObject) -> Non
         return
     event("read")
     _check_valid(arch)
+
+
+def test_a_block_list_of_lists_is_a_config_error() -> None:
+    """A Nemotron-H block list whose entries are lists (found by the mutation test above): one AdvisorError naming the
+    field, not a TypeError from hashing a list."""
+    file = "nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.json"
+    config, sidecar = _base(file)
+    config = copy.deepcopy(config)
+    config["mtp_layers_block_type"] = [config["mtp_layers_block_type"]]
+    with pytest.raises(AdvisorError, match="field 'mtp_layers_block_type' has unknown block"):
+        read_config(config, name=file, where=file, sidecar=sidecar)

@@ -46,7 +46,7 @@ def block_pattern(cfg: Cfg, key: str) -> str | None:
         value = cfg.raw(key.replace("hybrid_override_pattern", "layers_block_type"))
         key = key.replace("hybrid_override_pattern", "layers_block_type")
     if isinstance(value, list):
-        bad = [v for v in value if v not in _BLOCK_TYPES]
+        bad = [v for v in value if not isinstance(v, str) or v not in _BLOCK_TYPES]  # a list is not hashable
         if bad:
             raise ConfigError(f"{cfg.where}: field {key!r} has unknown block {shown(bad[0])}")
         return "".join(_BLOCK_TYPES[v] for v in value)
