@@ -17,7 +17,7 @@ import argparse
 import csv
 import gzip
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -224,13 +224,9 @@ def one_sided_rows(eps: tuple[int, ...] | None = None) -> list[tuple[int, int, f
 
 def one_sided_predict(direction: str, rows: list[tuple[int, int, float, float]], p: dict) -> np.ndarray:
     """The model (`wide_ep.one_sided_us`) at the blog's points: GB200's NVLink, BF16 both ways, EP = the ranks."""
-    moe = MoEShape(7168, 8, 256)
-    out = []
-    for ep, t, _, _ in rows:
-        links = EPLinks(ranks=ep, per_domain=ep, fast_gbps=gpu_links(BLOG18_GPU).fast_gbps, ag_floor_us=0.0,
-                        a2a_floor_us=0.0, nic_gbps=0.0, net_latency_us=0.0, device_sms=MIN_DEVICE_SMS)
-        out.append(float(one_sided_us(direction, t, moe, links, elem_bytes=2.0, fit=p)))
-    return np.array(out)
+    moe, node = MoEShape(7168, 8, 256), gpu_links(BLOG18_GPU)
+    return np.array([float(one_sided_us(direction, t, moe, replace(node, ranks=ep, per_domain=ep), elem_bytes=2.0,
+                                        fit=p)) for ep, t, _, _ in rows])
 
 
 def one_sided_measured(direction: str, rows: list[tuple[int, int, float, float]]) -> np.ndarray:
