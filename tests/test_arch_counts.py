@@ -43,11 +43,7 @@ def test_shared_configs_present(configs_dir: Path) -> None:
     assert len(list(configs_dir.glob("*.json"))) >= 30  # INDEX.md lists 32 configs
 
 
-# Configs the reader refuses with one line, and why (tests/test_arch_new_models.py checks the message)
-REFUSED = {"nvidia--Llama-3_3-Nemotron-Super-49B-v1.json": "block_configs"}
-
-
-@pytest.mark.parametrize("file", sorted(p.name for p in CONFIGS.glob("*.json") if p.name not in REFUSED))
+@pytest.mark.parametrize("file", sorted(p.name for p in CONFIGS.glob("*.json")))
 def test_every_shared_config_reads(configs_dir: Path, file: str) -> None:
     arch = read_shared(configs_dir, file)
     raw = json.loads((configs_dir / file).read_text())

@@ -99,10 +99,7 @@ def test_human_table(hf_home: Path) -> None:
     assert "MiniMaxAI/MiniMax-M2.5" in proc.stdout and "256 top-8" in proc.stdout
 
 
-REFUSED = {"nvidia--Llama-3_3-Nemotron-Super-49B-v1.json"}  # per-layer block_configs: test_arch_new_models.py
-
-
-@pytest.mark.parametrize("file", sorted(p.name for p in CONFIGS.glob("*.json") if p.name not in REFUSED))
+@pytest.mark.parametrize("file", sorted(p.name for p in CONFIGS.glob("*.json")))
 def test_every_shared_config_inspects(hf_home: Path, file: str) -> None:
     path = CONFIGS / file
     proc = run(str(path), "--json", hf_home=hf_home)

@@ -8,6 +8,7 @@ from advisor.arch import blocks
 from advisor.arch.fields import Cfg
 from advisor.arch.layout import Layer
 from advisor.arch.model import AttnGroup
+from advisor.arch.nas import layer_cfg
 
 # DSA indexer cache per token per layer: fp8 head_dim + fp32 scale per 128 (vLLM
 # `models/deepseek_v2.py:Indexer`, DeepseekV32IndexerCache: 128 + 128/128*4 = 132 bytes).
@@ -15,12 +16,14 @@ _INDEX_SCALE_BYTES_PER_128 = 4
 
 
 def attn_groups(cfg: Cfg, per_layer: list[Layer], state: dict[str, int]) -> tuple[AttnGroup, ...]:
-    """One group per (mixer kind, compression ratio) in layer order of first appearance, sorted by kind."""
-    counts: dict[tuple[str, int], int] = defaultdict(int)
+    """One group per (mixer kind, compression ratio, own KV heads) in layer order of first appearance, sorted by
+    kind (Nemotron-NAS layers read their own KV heads: `nas.layer_cfg`)."""
+    counts: dict[tuple[str, int, int], int] = defaultdict(int)
     for layer in per_layer:
         if layer.mixer is not None:
-            counts[(layer.mixer, layer.ratio)] += 1
-    return tuple(_attn_group(cfg, kind, ratio, count, state) for (kind, ratio), count in sorted(counts.items()))
+            counts[(layer.mixer, layer.ratio, layer.kv_heads)] += 1
+    return tuple(_attn_group(layer_cfg(cfg, Layer(kind, None, kv_heads=kv)), kind, ratio, count, state)
+                 for (kind, ratio, kv), count in sorted(counts.items()))
 
 
 def _index_bytes(idim: int) -> int:

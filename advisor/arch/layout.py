@@ -14,6 +14,8 @@ class Layer:
     mlp: str | None  # "dense" | "moe" | "both" | None
     ratio: int = 0  # "compressed" (DeepSeek-V4 `compress_ratios`): KV tokens merged into one; 0 = window only
     indexer: bool = True  # a sparse-attention layer with its own indexer (GLM-5.2 `indexer_types` "shared": none)
+    kv_heads: int = 0  # Nemotron-NAS `block_configs`: this layer's KV heads (0 = the config's)
+    ffn: int = 0  # Nemotron-NAS `block_configs`: this layer's dense MLP width (0 = the config's)
 
 
 def num_experts(cfg: Cfg) -> int:

@@ -11,6 +11,7 @@ from advisor.arch.formats import bytes_per_param
 from advisor.arch.groups import attn_groups
 from advisor.arch.layout import Layer, block_pattern, layers, nemotron_pattern, num_experts, num_layers
 from advisor.arch.model import ModelArch, MoE, WeightGroup
+from advisor.arch.nas import layer_cfg, nas_fields, nas_layers
 from advisor.arch.quant import QuantScheme, parse_quant
 from advisor.arch.vision import vision_params
 
@@ -27,20 +28,19 @@ def read_config(data: dict[str, Any], *, name: str, where: str | None = None,
     """Normalize one HF config dict. `where` names the file in errors."""
     top = Cfg(data, where or name)
     text = top.sub("text_config") or top
-    if text.has("block_configs"):
-        raise ConfigError(f"{text.where}: per-layer 'block_configs' (layers of different widths, some without "
-                          "attention or MLP) is not modelled")
     quant = parse_quant(text if text.has("quantization_config") else top, sidecar)
     n = num_layers(text)
     hidden = text.int("hidden_size", maximum=1 << 20)
     vocab = text.int("vocab_size", maximum=1 << 24)
     heads = text.int("num_attention_heads", maximum=1 << 16)
     experts = num_experts(text)
-    per_layer = layers(text, n)
+    per_layer = nas_layers(text, n) if text.has("block_configs") else layers(text, n)
+    if text.has("block_configs"):
+        text = nas_fields(text, per_layer)
     acc: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     state: dict[str, int] = {}
     for i, layer in enumerate(per_layer):
-        for (group, shard, linear), params in _block_parts(text, layer, experts, state).items():
+        for (group, shard, linear), params in _block_parts(layer_cfg(text, layer), layer, experts, state).items():
             _add(acc, quant, group, shard, linear, params, i, _module(text, group, layer))
     tied = top.bool("tie_word_embeddings", text.bool("tie_word_embeddings"))
     _add(acc, quant, "embed", "vocab", False, vocab * hidden, None)
