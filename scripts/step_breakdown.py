@@ -1,6 +1,6 @@
 """Where the predicted time of measured rows goes, under the shipped terms: per row, the decode step by mechanism
-(dense GEMMs, MoE chain, attention, collectives, fixed time) and the TTFT by part (staggered arrivals, the
-benchmark's synchronized waves, the per-request time), beside what was measured.
+(dense GEMMs, MoE chain, attention, collectives, the sorting sampler, fixed time) and the TTFT by part (staggered
+arrivals, the benchmark's synchronized waves, the per-request time), beside what was measured.
 
     python -m scripts.step_breakdown ROWS.csv --hw b200-sxm --engine trtllm [--model Llama-3.1-70B] [--max-users 8]
 
@@ -18,7 +18,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 
-MECHANISMS = ("gemm", "moe", "attention", "collectives", "fixed")
+MECHANISMS = ("gemm", "moe", "attention", "collectives", "sampler", "fixed")
 
 
 def breakdown(bucket: Any, terms: Any) -> list[dict[str, float]]:

@@ -117,6 +117,11 @@ def test_silicon_dev_marks_the_speculative_campaigns_and_only_them(bench_dir: Pa
     ratio = {v: [m for m in rows if m.length_ratio == v] for v in (0.8, 1.0, None)}
     assert [len(ratio[v]) for v in (0.8, 1.0, None)] == [879, 563, 2]
     assert all("_gap_analysis_" in m.source for m in ratio[None])
+    # top_p (README): Qwen3-32B's generation config (0.95), which vLLM applies to aiperf's requests (they carry
+    # none); the InferenceX client sends temperature 0 (greedy)
+    nucleus = [m for m in rows if m.top_p is not None]
+    assert len(nucleus) == 79 and {(m.model, m.engine, m.top_p, m.length_ratio) for m in nucleus} == {
+        ("Qwen/Qwen3-32B", "vllm", 0.95, 1.0)}
     # batch waiting (README): the InferenceX Llama-3.1-70B TRT-LLM scripts at 1k/1k below TP8, and DeepSeek-R1 FP8
     # at 1k/1k from 64 users (one run labelled DeepSeek-V3)
     wait = [m for m in rows if m.batch_wait_iters]

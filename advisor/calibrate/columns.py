@@ -23,6 +23,7 @@ COLUMNS: tuple[str, ...] = (
     "adp_timeout_iters",
     "adp_batching_wait_iters",
     "mem_fraction",
+    "top_p",
     "concurrency",
     "input_len",
     "output_len",

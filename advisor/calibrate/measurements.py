@@ -129,6 +129,9 @@ class Measurement(BaseModel):
     """The share of GPU memory the engine was told to use: vLLM `--gpu-memory-utilization`, SGLang
     `--mem-fraction-static` (`cost/budget.py`); None (empty): the engine's default. Not TensorRT-LLM's
     `free_gpu_memory_fraction`, a share of what the weights leave."""
+    top_p: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
+    """The nucleus (top-p) the run's requests were sampled with: the client's, or the model's generation config
+    where the client sent none and the engine applies it; None (empty): greedy or unfiltered (`Settings.top_p`)."""
     concurrency: int = Field(ge=1)
     input_len: int | None = Field(default=None, ge=1)
     output_len: int | None = Field(default=None, ge=1)
@@ -151,7 +154,7 @@ class Measurement(BaseModel):
             return _unknown(info.field_name)
         return _NORMALIZE[info.field_name](text) if info.field_name in _NORMALIZE else text
 
-    @field_validator("length_ratio", "batch_wait_ratio", "mem_fraction", "spec_accept_len", mode="before")
+    @field_validator("length_ratio", "batch_wait_ratio", "mem_fraction", "top_p", "spec_accept_len", mode="before")
     @classmethod
     def _ratio_cell(cls, v: object, info: ValidationInfo) -> object:
         """An empty cell is unknown; anything else is left for pydantic (a number in the field's range)."""

@@ -142,11 +142,21 @@ def _speculation_reason(row: Measurement, arch: Any) -> str | None:
     return None
 
 
+def _modelled_version(engine: str, version: str | None) -> str | None:
+    """The row's release where it is a modelled one, else None (the default release)."""
+    from advisor.engines import release
+
+    try:
+        return version if version and release(engine, version) else None
+    except ValueError:
+        return None
+
+
 def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measurement, engine: str,
                    inp: int, out: int) -> dict[str, object] | str:
     """plan_features of the row's case, or why it cannot run (cached per distinct case)."""
     key = (row.model, hw.id, row.tp, row.pp, row.dp, row.ep, row.spec_tokens, row.spec_accept_len,
-           row.kv_cache_dtype, row.weight_dtype, row.mem_fraction, engine, inp, out)
+           row.kv_cache_dtype, row.weight_dtype, row.mem_fraction, row.top_p, row.engine_version, engine, inp, out)
     if key in cache.feats:
         return cache.feats[key]
     from advisor.cost.sweep import make_case
@@ -161,7 +171,8 @@ def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measureme
                             kv_cache_dtype=row.kv_cache_dtype or requantized_kv_dtype(row.weight_dtype,
                                                                                       arch.weight_dtype),
                             max_model_len=inp + out,  # the run needed at least this
-                            gpu_memory_utilization=row.mem_fraction,
+                            gpu_memory_utilization=row.mem_fraction, top_p=row.top_p,
+                            engine_version=_modelled_version(engine, row.engine_version),
                             # the run's own drafts and acceptance (`_speculation_reason` left only those)
                             speculative=row.spec_tokens > 0, speculative_tokens=row.spec_tokens or None,
                             spec_accept_len=row.spec_accept_len)

@@ -31,14 +31,15 @@ def check(measurements: opt.Measurements, calibration: opt.Calibration = None, j
     SGLang's overlap schedule, TensorRT-LLM's overlap scheduler; empty = the release's default, on except vLLM < 0.14),
     adp_timeout_iters and adp_batching_wait_iters (TensorRT-LLM's attention_dp_config timeout_iters and
     batching_wait_iters with enable_balance; empty = 0, balancing off, and 10),
-    mem_fraction (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static; empty = the default),
-    concurrency, input_len, output_len, ttft_ms, tpot_ms, output_tok_s, source. model, hardware, tp and
-    concurrency are required, and at least one of ttft_ms, tpot_ms, output_tok_s. A `vllm bench serve
-    --save-result` JSON is read too; the condition flags fill what a file does not hold (it has no hardware or
-    plan). With --json the rows are written one per line as they are computed; a number that is not finite (an
-    error against a measurement of ~0) is null. The summary ends with the rows not predicted and why (--json:
-    unpredicted, reason -> rows). Nothing to check (a header only, every row rejected or unpredictable) or a --hw or
-    --model that names nothing: one line and exit 2.
+    mem_fraction (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static; empty = the default), top_p (the
+    requests' nucleus, the client's or the model's generation config the engine applied; vLLM 0.11-0.16 sort the
+    vocabulary for it every step; empty = greedy or unfiltered), concurrency, input_len, output_len, ttft_ms,
+    tpot_ms, output_tok_s, source. model, hardware, tp and concurrency are required, and at least one of ttft_ms,
+    tpot_ms, output_tok_s. A `vllm bench serve --save-result` JSON is read too; the condition flags fill what a file
+    does not hold (it has no hardware or plan). With --json the rows are written one per line as they are computed;
+    a number that is not finite (an error against a measurement of ~0) is null. The summary ends with the rows not
+    predicted and why (--json: unpredicted, reason -> rows). Nothing to check (a header only, every row rejected or
+    unpredictable) or a --hw or --model that names nothing: one line and exit 2.
 
     A disaggregated measurement CSV (x prefill and y decode workers joined by a KV-cache transfer, as
     tests/data/bench/silicon_disagg_dev.csv) is told by its pool columns and each row is predicted at its own

@@ -77,6 +77,7 @@ class EngineArgs(BaseModel):
     spec_accept_len: float | None
     two_batch_overlap: bool  # SGLang --enable-two-batch-overlap (`cost/tbo.py`); off by default
     moe_a2a_backend: str  # "default" | "deepep" (`Settings.moe_a2a_backend`); the engine's own by default
+    sort_sampler: bool  # every step sorts the vocabulary per sampled row (vLLM 0.11-0.16 with a top-p < 1)
     sources: dict[str, str]
 
     def engine_release(self) -> Release:
@@ -172,4 +173,5 @@ def resolve(s: Settings, arch: ModelArch, plan: Plan, hw: HardwareProfile) -> En
         scheduled_ahead=scheduled_ahead(s.engine, version), adp_batching_wait_iters=TRTLLM_ADP_BATCHING_WAIT_ITERS,
         speculative=s.speculative, speculative_tokens=s.speculative_tokens, spec_acceptance=s.spec_acceptance,
         spec_accept_len=s.spec_accept_len, two_batch_overlap=s.two_batch_overlap,
-        moe_a2a_backend=s.moe_a2a_backend, sources=sources)
+        moe_a2a_backend=s.moe_a2a_backend, sort_sampler=rel.sampler == "sort" and (s.top_p or 1.0) < 1.0,
+        sources=sources)

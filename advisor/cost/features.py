@@ -109,6 +109,7 @@ class Features:
     spec_k: np.ndarray  # MTP tokens drafted per step (0: no speculation)
     spec_tokens: np.ndarray  # expected tokens per sequence per step (1 without speculation)
     tbo: np.ndarray  # 1: SGLang's two-batch overlap (`EngineArgs.two_batch_overlap`, `cost/tbo.py`), else 0
+    sort_elems: np.ndarray  # logits sorted per sampled row each step: the vocabulary (`EngineArgs.sort_sampler`), or 0
     fits: np.ndarray
 
     @staticmethod
@@ -165,7 +166,7 @@ def plan_features(arch: ModelArch, plan: Plan, hw: HardwareProfile, args: Engine
         "kv_room": max(mem.kv_cache_bytes, 0.0), "num_seqs": args.max_num_seqs,
         "batched_tokens": args.max_num_batched_tokens, "graph_max": _padded_graphs(args),
         "sched_ahead": args.scheduled_ahead, **_speculation(arch, args), "tbo": float(args.two_batch_overlap),
-        "fits": float(mem.fits),
+        "sort_elems": float(arch.vocab_size if args.sort_sampler else 0), "fits": float(mem.fits),
     }
 
 

@@ -37,6 +37,11 @@ if TYPE_CHECKING:
 
 BREAKDOWN = ("weights", "kv", "compute", "comm", "overhead")
 SHARED_STREAM_TOKENS = 256  # vLLM's VLLM_SHARED_EXPERTS_STREAM_TOKEN_THRESHOLD default (`vllm/envs.py`)
+# Seconds per logit of vLLM's PyTorch top-k/top-p path (`v1/sample/ops/topk_topp_sampler.py: apply_top_k_top_p`
+# to v0.16: sort every row's logits, softmax, cumsum, scatter back): vLLM PR #32234 timed it at 57.6 ms for
+# 2,048 rows x 131,072 logits and 115.1 ms at 262,144 (0.215 ns a logit, linear in the logits); PR #33538's
+# table, 0.31-0.32 ns at 48-56 rows of 32,768. One figure for every GPU (a segmented sort, not a bandwidth bound).
+SORT_SAMPLER_S_PER_LOGIT = 0.215e-9
 
 
 def comm_fn(hw: HardwareProfile, engine: str, cluster: Cluster | None = None) -> Comm:
@@ -86,8 +91,8 @@ def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: n
               pre: np.ndarray, ctx_pre: np.ndarray, sampled: np.ndarray, q: np.ndarray | float = 1.0
               ) -> dict[str, np.ndarray]:
     """Seconds of one step per DP rank, split into the breakdown terms (plus `total`), and the same total by
-    mechanism (`mech_gemm`, `mech_moe`, `mech_attention`, `mech_collectives`, `mech_fixed`). Arrays broadcast
-    against the features ([P] or [P, 1, 1])."""
+    mechanism (`mech_gemm`, `mech_moe`, `mech_attention`, `mech_collectives`, `mech_sampler`, `mech_fixed`).
+    Arrays broadcast against the features ([P] or [P, 1, 1])."""
     bw = hw.gpu.mem_bw_bytes_per_s * terms.bw_scale
     peak16 = hw.gpu.dense_flops_per_s("bf16")
     tokens = pad_tokens(dec * q + pre, F.graph_max)  # q: positions per decoding sequence (k + 1 when verifying drafts)
@@ -96,7 +101,8 @@ def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: n
     pre_w, pre_c, pre_fixed = _prefill_attention(F, bw, peak16, pre, ctx_pre, hw.gpu.dense_flops_per_s("fp8"))
     gdn_w, gdn_c, gdn_fixed = _gdn(F, bw, peak16, dec, pre, ctx_pre)
     attn_fixed = attn_fixed + pre_fixed + gdn_fixed
-    compute = batch["compute"] + pre_c + gdn_c
+    sampler = sampled * F.sort_elems * SORT_SAMPLER_S_PER_LOGIT  # 0 unless the release sorts for a top-p
+    compute = batch["compute"] + pre_c + gdn_c + sampler
     comm_t = batch["comm"] * terms.comm_latency_scale
     overhead = (batch["fixed"] + attn_fixed) * 1e-6 + F.layers * terms.layer_overhead_us * 1e-6 \
         + terms.step_overhead_us * 1e-6
@@ -109,7 +115,7 @@ def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: n
     # fixed latency, the collectives, and the step-level fixed time
     attention = parts["kv"] + attn_fixed * 1e-6 + pre_c + gdn_c
     mech = {"gemm": batch["gemm"], "moe": batch["moe"], "attention": attention, "collectives": comm_t,
-            "fixed": F.layers * terms.layer_overhead_us * 1e-6 + terms.step_overhead_us * 1e-6}
+            "sampler": sampler, "fixed": F.layers * terms.layer_overhead_us * 1e-6 + terms.step_overhead_us * 1e-6}
     out.update({f"mech_{k}": np.broadcast_to(v, shape) for k, v in mech.items()})
     if np.any(F.tbo > 0):  # SGLang's two-batch overlap (`cost/tbo.py`)
         from advisor.cost.tbo import tbo_step

@@ -92,7 +92,8 @@ def tbo_step(F: Features, hw: HardwareProfile, full: dict[str, np.ndarray], half
     fixed = full["mech_fixed"]
     out = {"weights": 2 * half["weights"], "kv": 2 * half["kv"], "compute": 2 * half["compute"],
            "comm": exposed + other, "overhead": 2 * (half["overhead"] - half["mech_fixed"]) + fixed}
-    mech = {"gemm": 2 * G, "moe": 2 * M, "attention": 2 * A, "collectives": exposed + other, "fixed": fixed}
+    mech = {"gemm": 2 * G, "moe": 2 * M, "attention": 2 * A, "collectives": exposed + other,
+            "sampler": 2 * half["mech_sampler"], "fixed": fixed}
     on = (F.tbo > 0) & (ex["full"] > 0)
     shape = np.broadcast_shapes(*(np.shape(v) for v in full.values()))
     res = {k: np.broadcast_to(np.where(on, v, full[k]), shape) for k, v in out.items()}

@@ -39,6 +39,10 @@ class Settings(BaseModel):
     # domain, DeepEP across RDMA nodes), "deepep" (DeepEP all-to-all inside a node or an NVL72 rack too: SGLang
     # --moe-a2a-backend deepep, vLLM --all2all-backend deepep_low_latency; `hardware/a2a_backends.py`)
     moe_a2a_backend: Literal["default", "deepep"] = "default"
+    # the requests' top-p (theirs, or the model's generation config that vLLM applies to requests carrying none,
+    # `config/model.py: get_diff_sampling_param`); None: greedy or unfiltered. vLLM 0.11-0.16 sort the whole
+    # vocabulary for it every step (`engines.Release.sampler` "sort", `cost/step.py: sampler_time`)
+    top_p: float | None = Field(None, gt=0, le=1)
 
     @model_validator(mode="after")
     def _modelled_release(self) -> Settings:
