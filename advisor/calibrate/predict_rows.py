@@ -146,10 +146,13 @@ def _modelled_version(engine: str, version: str | None) -> str | None:
     """The row's release where it is a modelled one, else None (the default release)."""
     from advisor.engines import release
 
+    if not version:
+        return None
     try:
-        return version if version and release(engine, version) else None
+        release(engine, version)
     except ValueError:
         return None
+    return version
 
 
 def _case_features(cache: _Cache, arch: Any, hw: HardwareProfile, row: Measurement, engine: str,
