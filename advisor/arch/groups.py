@@ -22,7 +22,7 @@ def attn_groups(cfg: Cfg, per_layer: list[Layer], state: dict[str, int]) -> tupl
     for layer in per_layer:
         if layer.mixer is not None:
             counts[(layer.mixer, layer.ratio, layer.kv_heads)] += 1
-    return tuple(_attn_group(layer_cfg(cfg, Layer(kind, None, kv_heads=kv)), kind, ratio, count, state)
+    return tuple(_attn_group(layer_cfg(cfg, kv_heads=kv), kind, ratio, count, state)
                  for (kind, ratio, kv), count in sorted(counts.items()))
 
 

@@ -65,12 +65,13 @@ def _mult(ffn: Cfg) -> float:
     return float(value)
 
 
-def layer_cfg(cfg: Cfg, layer: Layer) -> Cfg:
-    """The config one layer reads: its own KV heads and FFN width where `block_configs` gives them."""
-    if not (layer.kv_heads or layer.ffn):
+def layer_cfg(cfg: Cfg, kv_heads: int = 0, ffn: int = 0) -> Cfg:
+    """The config one layer reads: its own KV heads and FFN width where `block_configs` gives them (0: the
+    config's)."""
+    if not (kv_heads or ffn):
         return cfg
-    own = {"num_key_value_heads": layer.kv_heads or cfg.raw("num_key_value_heads"),
-           "intermediate_size": layer.ffn or cfg.raw("intermediate_size")}
+    own = {"num_key_value_heads": kv_heads or cfg.raw("num_key_value_heads"),
+           "intermediate_size": ffn or cfg.raw("intermediate_size")}
     return Cfg({**cfg.data, **own}, cfg.where)
 
 

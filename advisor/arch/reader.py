@@ -34,13 +34,16 @@ def read_config(data: dict[str, Any], *, name: str, where: str | None = None,
     vocab = text.int("vocab_size", maximum=1 << 24)
     heads = text.int("num_attention_heads", maximum=1 << 16)
     experts = num_experts(text)
-    per_layer = nas_layers(text, n) if text.has("block_configs") else layers(text, n)
-    if text.has("block_configs"):
+    if text.has("block_configs"):  # Nemotron-NAS: every layer's own blocks, then the model-wide view of them
+        per_layer = nas_layers(text, n)
         text = nas_fields(text, per_layer)
+    else:
+        per_layer = layers(text, n)
     acc: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     state: dict[str, int] = {}
     for i, layer in enumerate(per_layer):
-        for (group, shard, linear), params in _block_parts(layer_cfg(text, layer), layer, experts, state).items():
+        own = layer_cfg(text, layer.kv_heads, layer.ffn)
+        for (group, shard, linear), params in _block_parts(own, layer, experts, state).items():
             _add(acc, quant, group, shard, linear, params, i, _module(text, group, layer))
     tied = top.bool("tie_word_embeddings", text.bool("tie_word_embeddings"))
     _add(acc, quant, "embed", "vocab", False, vocab * hidden, None)

@@ -25,6 +25,7 @@ from advisor.cost.plan import Plan
 from advisor.cost.serving import RunOptions
 from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
+from advisor.engines import release
 from advisor.errors import AdvisorError
 from advisor.hardware import HardwareProfile, load_profile
 
@@ -144,8 +145,6 @@ def _speculation_reason(row: Measurement, arch: Any) -> str | None:
 
 def _modelled_version(engine: str, version: str | None) -> str | None:
     """The row's release where it is a modelled one, else None (the default release)."""
-    from advisor.engines import release
-
     if not version:
         return None
     try:

@@ -101,7 +101,8 @@ def step_time(F: Features, hw: HardwareProfile, terms: Terms, comm: Comm, dec: n
     pre_w, pre_c, pre_fixed = _prefill_attention(F, bw, peak16, pre, ctx_pre, hw.gpu.dense_flops_per_s("fp8"))
     gdn_w, gdn_c, gdn_fixed = _gdn(F, bw, peak16, dec, pre, ctx_pre)
     attn_fixed = attn_fixed + pre_fixed + gdn_fixed
-    sampler = sampled * F.sort_elems * SORT_SAMPLER_S_PER_LOGIT  # 0 unless the release sorts for a top-p
+    # 0 unless the release sorts for a top-p; skipped outright on the sweep's grid, where no plan does
+    sampler = sampled * F.sort_elems * SORT_SAMPLER_S_PER_LOGIT if np.any(F.sort_elems) else 0.0
     compute = batch["compute"] + pre_c + gdn_c + sampler
     comm_t = batch["comm"] * terms.comm_latency_scale
     overhead = (batch["fixed"] + attn_fixed) * 1e-6 + F.layers * terms.layer_overhead_us * 1e-6 \
