@@ -10,7 +10,7 @@ the `rank0_num_tokens` tokens routed to it out of `num_tokens` (the collector's 
 busiest rank's experts onto rank 0, so rank 0 is the busiest). The advisor prices the same layer with
 `cost/step.py: _moe` on the Features `cost/features.py: _moe` builds for it: every DP rank's tokens (`num_tokens`),
 E = `num_slots` experts over EP = `moe_ep_size` ranks, its busiest rank's (token, expert) pairs from EP Poisson loads
-(`routing.busiest_rank_pairs`), touched experts under skewed popularity (`routing.touched_experts`), the shipped kernel
+(`step.busiest_rank_pairs`), touched experts from uniform routing (`step.touched_experts`), the shipped kernel
 parameters of the format on that GPU (`kernels.moe_params`) and the spec-sheet bandwidth the kernel fit used.
 """
 
@@ -91,7 +91,7 @@ def features(rows: list[dict[str, str]], gpu: str) -> Features:
 def predict_ms(rows: list[dict[str, str]], gpu: str, pairs: np.ndarray | None = None) -> np.ndarray:
     """The advisor's time of the rows' MoE layer on the busiest EP rank (`step._moe`: memory + compute excess +
     fixed), ms; tokens = every DP rank's (`num_tokens`), as `step._per_batch` passes them. `pairs`: the busiest
-    rank's (token, expert) pairs to use instead of `routing.busiest_rank_pairs` (the routing, nothing else, swapped)."""
+    rank's (token, expert) pairs to use instead of `step.busiest_rank_pairs` (the routing, nothing else, swapped)."""
     F = features(rows, gpu)
     tokens = np.array([float(r["num_tokens"]) for r in rows])
     bw = load_profile(gpu).gpu.mem_bw_bytes_per_s

@@ -15,7 +15,6 @@ from conftest import catalog_arch
 from advisor.cost import kernels
 from advisor.cost.features import Features, plan_features
 from advisor.cost.plan import Plan
-from advisor.cost.routing import ROUTING_SKEW, busiest_rank_pairs, touched_experts
 from advisor.cost.serving import (
     RunOptions,
     adp_balance_wait_steps,
@@ -25,7 +24,7 @@ from advisor.cost.serving import (
     serve,
     wave_share,
 )
-from advisor.cost.step import comm_fn, pad_tokens, step_time
+from advisor.cost.step import busiest_rank_pairs, comm_fn, pad_tokens, step_time, touched_experts
 from advisor.cost.sweep import Case, evaluate, make_case
 from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
@@ -127,36 +126,12 @@ def test_touched_experts_approach_all_at_large_batch(hw: HardwareProfile) -> Non
     (MINIMAX, Plan(tp=4), 8, 57.4), (MINIMAX, Plan(tp=4), 32, 163), (KIMI, Plan(tp=8), 8, 59.5),
     (KIMI, Plan(tp=8), 128, 358),
 ])
-def test_touched_experts_without_skew_are_uniform_routing(hw: HardwareProfile, model: str, plan: Plan, batch: int,
-                                                          expected: float) -> None:
-    # skew 0: vLLM `fused_moe.py` under uniform routing, E=256,k=8 and E=384,k=8: E (1 - (1 - k/E)^B) by hand
+def test_touched_experts_match_formulas_table(hw: HardwareProfile, model: str, plan: Plan, batch: int,
+                                              expected: float) -> None:
+    # vLLM `fused_moe.py` (uniform routing): E=256,k=8 and E=384,k=8: E (1 - (1 - k/E)^B) by hand
     F = feats(model, plan, hw)
-    got = touched_experts(F.experts, F.topk, F.ep, np.array([float(batch)]), skew=0.0)[0]
-    assert got == pytest.approx(expected, rel=0.005)
-
-
-@pytest.mark.parametrize("batch", [4, 32, 200])
-def test_touched_experts_under_skew_by_hand(hw: HardwareProfile, batch: int) -> None:
-    # MiniMax (E=256, k=8): expert i's share i^-s / sum j^-s, picked with min(1, k share), summed one by one
-    F = feats(MINIMAX, Plan(tp=4), hw)
-    w = [i ** -ROUTING_SKEW for i in range(1, 257)]
-    by_hand = sum(1 - (1 - min(1.0, 8 * x / sum(w))) ** batch for x in w)
-    got = touched_experts(F.experts, F.topk, F.ep, np.array([float(batch)]))[0]
-    assert got == pytest.approx(by_hand, rel=2e-3)  # the log-T table's interpolation
-    assert got < 256 * (1 - (1 - 8 / 256) ** batch)  # fewer than uniform routing reads
-
-
-def test_routing_skew_follows_the_collectors_power_law_router() -> None:
-    # the value's source (`cost/routing.py`): aiconfigurator's power_law_1.01 router, re-implemented in
-    # scripts/kernel_routing.py, on five models' expert shapes at 4-256 tokens: median |log ratio| under 10%
-    from scripts.kernel_routing import features
-
-    shapes = [(2880, 2880, 4, 128), (4096, 1536, 8, 128), (7168, 2048, 8, 256), (4096, 1024, 10, 512),
-              (7168, 2048, 8, 384)]
-    logs = [np.log(touched_experts(np.array([E]), np.array([float(k)]), np.array([1.0]), np.array([float(T)]))[0]
-                   / features(T, h, inter, k, E, 1, "power_law_1.01")[0])
-            for h, inter, k, E in shapes for T in (4, 8, 16, 32, 64, 128, 256)]
-    assert np.median(np.abs(logs)) < 0.10
+    assert touched_experts(F.experts, F.topk, F.ep, np.array([float(batch)]))[0] == pytest.approx(expected,
+                                                                                                   rel=0.005)
 
 
 def test_ep_reads_local_experts_only(hw: HardwareProfile) -> None:

@@ -5,10 +5,9 @@ the kernels do not explain (`cost/terms.py`: scheduling, sampling, small per-lay
 Per step with d decode tokens (context c each) and p prefill tokens (context c_p each), T = d + p:
 - dense GEMMs: `calls` x t0 + p-norm(weights + activations / bw, T x FLOPs / peak), plus the input
   quantization kernels the engine leaves unfused (`kernels.VLLM_UNFUSED_QUANT`) at their fixed latency;
-- MoE layers: the fused-MoE kernel on the busiest GPU, its tokens every DP rank's (T x dp), the distinct
-  experts they touch under skewed expert popularity (`cost/routing.py`) and (token, expert) pairs T dp k / EP
-  plus the busiest rank's excess sqrt(2 mean ln EP) (the expected maximum of EP Poisson loads; vLLM's EP places
-  experts statically, EPLB off);
+- MoE layers: the fused-MoE kernel on the busiest GPU, its tokens every DP rank's (T x dp), touched experts
+  E_local (1 - (1 - k/E)^(T dp)) and (token, expert) pairs T dp k / EP plus the busiest rank's excess
+  sqrt(2 mean ln EP) (the expected maximum of EP Poisson loads; vLLM's EP places experts statically, EPLB off);
 - attention: the decode kernel over the decode tokens' KV (windowed layers capped at the window; DSA
   attends to `index_topk` tokens after its indexer chain, `kernels.dsa_indexer_us`: a fixed latency per layer
   and a pass over the whole context, fitted to the sparse-attention module's time beyond MLA's), prefill
@@ -29,7 +28,6 @@ import numpy as np
 from advisor.cost import kernels, marlin
 from advisor.cost.batches import distinct, rows_of
 from advisor.cost.features import Features
-from advisor.cost.routing import busiest_rank_pairs, touched_experts
 from advisor.cost.step_collectives import Comm, collectives_time
 from advisor.cost.terms import Terms
 from advisor.hardware import HardwareProfile
@@ -168,6 +166,20 @@ def _gemms(F: Features, bw: float, tokens: np.ndarray) -> tuple[np.ndarray, ...]
     tc = tokens * (F.dense_gemm_s - hide * F.shared_gemm_s) / F.gemm_e_f
     w, c = _split(tw, tc, P["p"])
     return w, c, calls * kernels.gemm_step_t0_us() + F.quant_us
+
+
+def touched_experts(experts: np.ndarray, topk: np.ndarray, ep: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """Distinct experts one GPU reads per MoE layer: E / EP (1 - (1 - k/E)^T), uniform routing (vLLM
+    `fused_moe.py` reads every expert that any of the T tokens picks)."""
+    e = np.maximum(experts, 1)
+    return e / ep * (1 - (1 - topk / e) ** tokens)
+
+
+def busiest_rank_pairs(topk: np.ndarray, ep: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """(token, expert) pairs on the busiest of EP ranks: mean T k / EP plus sqrt(2 mean ln EP), the expected
+    maximum of EP Poisson loads (static expert placement, EPLB off)."""
+    mean = tokens * topk / ep
+    return mean + np.sqrt(2 * mean * np.log(np.maximum(ep, 1)))
 
 
 def _moe(F: Features, bw: float, tokens: np.ndarray) -> tuple[np.ndarray, ...]:
