@@ -41,7 +41,7 @@ class Settings(BaseModel):
     moe_a2a_backend: Literal["default", "deepep"] = "default"
     # the requests' top-p (theirs, or the model's generation config that vLLM applies to requests carrying none,
     # `config/model.py: get_diff_sampling_param`); None: greedy or unfiltered. vLLM 0.11-0.16 sort the whole
-    # vocabulary for it every step (`engines.Release.sampler` "sort", `cost/step.py: sampler_time`)
+    # vocabulary for it every step (`engines.Release.sampler` "sort", `cost/step.py: SORT_SAMPLER_S_PER_LOGIT`)
     top_p: float | None = Field(None, gt=0, le=1)
 
     @model_validator(mode="after")
