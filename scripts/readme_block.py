@@ -30,6 +30,7 @@ BLOCKS: dict[str, tuple[str, str]] = {
     "measurement-columns": ("docs/measurements.md", "schema_doc"),
     "disagg-measurement-columns": ("docs/measurements.md", "schema_doc"),
     "disagg-accuracy": ("docs/accuracy.md", "disagg_accuracy"),
+    "fitted-terms": ("docs/accuracy.md", "fitted_terms"),
     "engine-releases": ("docs/engines.md", "schema_doc"),
 }
 

@@ -97,6 +97,18 @@ def test_engine_releases_are_the_code_s_release_tables() -> None:
     assert len(rows) == len(VLLM_RELEASES) + len(SGLANG_RELEASES) + len(TRTLLM_RELEASES)
 
 
+def test_fitted_terms_are_current() -> None:
+    block = read_block("fitted-terms")
+    assert block == written(run_script("fitted_terms")), "stale: run python -m scripts.fitted_terms --update"
+    # every step term and every kernel model is listed, with its bounds and the rows that inform it
+    from advisor.cost.terms import BOUNDS
+
+    for name in BOUNDS:
+        row = rf"\| `{name}` \| [^|]+ \| rows with [^|]+: [\d,]+ / [\d,]+ / [\d,]+ \| [^|]+ \| "
+        assert re.search(row, block), name
+    assert "| `gemm` | 3, by fmt |" in block and "| `marlin_moe` |" in block
+
+
 def test_serving_accuracy_is_current() -> None:
     assert read_block("serving-accuracy") == run_script("accuracy_table"), \
         "stale: run python -m scripts.accuracy_table --update"

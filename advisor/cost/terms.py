@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class Terms(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     bw_scale: float = Field(1.0, gt=0)
     """Scale on the kernels' achieved DRAM bandwidth inside a serving step (CUDA-graph replay, L2 shared
