@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parents[1]
 NAMES = {"gemm": "dense GEMM", "moe": "fused MoE layer", "attention": "decode attention (GQA)",
          "mla": "MLA decode (growth with context)", "prefill": "prefill attention (GQA)",
          "mla_prefill": "MLA prefill (growth with prompt^2)", "gdn_decode": "Gated DeltaNet decode",
-         "gdn_prefill": "Gated DeltaNet prefill", "dsa": "DSA indexer (sparse attention module beyond MLA)"}
+         "gdn_prefill": "Gated DeltaNet prefill", "dsa": "DSA indexer (sparse attention module beyond MLA)",
+         "marlin_moe": "W4A16 MoE layer, Marlin (what prices INT4 experts)"}
 
 
 def table() -> str:
