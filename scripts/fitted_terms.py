@@ -27,10 +27,10 @@ REPO = Path(__file__).resolve().parents[1]
 ENGINES = {"sglang": "SGLang", "trtllm": "TensorRT-LLM", "vllm": "vLLM"}
 KERNELS = REPO / "advisor" / "cost" / "kernel_params.json"
 COLLECTIVES = [REPO / "advisor" / "hardware" / f"{n}_params.json" for n in ("nvswitch", "wide_ep")]
-# scripts/fit_kernels.py: fit (the bounds its least_squares is given)
 INTRO = ("Every fitted parameter of the cost model, with the rows that inform it and its bounds. None is indexed by "
          "model or concurrency band. A step term's per-GPU value applies to the GPU it was fitted on only: a GPU "
          "without rows, and every \"GPU held out\" figure, takes the engine-wide value.")
+# scripts/fit_kernels.py: fit (the bounds its least_squares is given)
 KERNEL_BOUNDS = "efficiencies (`e_bw`, `e_f`) in (0, 1] of the spec sheet, `p` in [1, 20], the rest positive"
 
 
