@@ -123,3 +123,29 @@ def test_measurement_docs_list_the_disaggregated_columns() -> None:
     rows = [ln for ln in block.splitlines() if ln.startswith("| `")]
     assert [ln.split("`")[1] for ln in rows] == list(COLUMNS)
     assert all(f"| `{c}` | required" in block for c in READ_REQUIRED if not c.endswith("_workers"))
+
+
+def test_users_beyond_the_recipes_slots_wait_for_one() -> None:
+    """InferenceX's `ctx1_gen4_tep8_batch8_eplb0_mtp0_36` (GB300, DeepSeek-R1 FP8, 1k/8k): 36 users on 4 decode
+    workers whose recipe admits 8 requests each (`decode_max_batch`, scripts/recipe_batches.py), so 4 always wait,
+    each for (36 / 32 - 1) of a request's lifetime: measured TTFT 10.4 s where the model without the recipe's
+    limit gave 0.26 s. The same row at the source's own batch (36 / 4 = 9 a worker: every user holds a slot) does
+    not wait."""
+    path = REPO / "tests" / "data" / "bench" / "silicon_disagg_dev.csv"
+    with open(path, newline="", encoding="utf-8") as fh:
+        run = "_gb300_trtllm_fp8_disagg_1024x8192_c36_cfg392"
+        row = next(r for r in csv.DictReader(fh) if r["source"].endswith(run))
+    assert (row["decode_workers"], row["decode_max_batch"], row["concurrency"]) == ("4", "8", "36")
+    from advisor.calibrate.disagg_predict import predict_one
+    from advisor.calibrate.store import terms_for
+
+    def shipped(hw: Any, engine: str) -> Any:
+        return terms_for(hw, engine)[0]
+
+    got = predict_one(row, shipped, {}).predicted
+    free = predict_one({**row, "decode_max_batch": ""}, shipped, {}).predicted
+    assert got is not None and free is not None
+    lifetime_s = (free["ttft_ms"] + (8192 - 1) * got["tpot_ms"]) / 1e3
+    assert got["ttft_ms"] / 1e3 == pytest.approx(free["ttft_ms"] / 1e3 + (36 / 32 - 1) * lifetime_s, rel=0.15)
+    assert got["ttft_ms"] == pytest.approx(float(row["ttft_ms"]), rel=0.10)  # 10,433 ms measured
+    assert free["ttft_ms"] < 0.05 * float(row["ttft_ms"])

@@ -181,3 +181,22 @@ def test_recipe_cells_are_the_recipes_and_make_the_ep_sizes_form(rows: list[dict
         if r["engine"] == "sglang" and r["plan_status"] != "unsettled" and "deepseek" in r["model"].lower() \
                 and 256 % ep:
             assert (256 + int(r["decode_redundant_experts"] or 0)) % ep == 0, r["source"]
+
+
+def test_max_batch_is_the_tensorrt_llm_recipes_and_mostly_its_file_names(rows: list[dict[str, str]]) -> None:
+    """`*_max_batch` (scripts/recipe_batches.py): only TensorRT-LLM rows whose config_ref names a srt-slurm recipe
+    carry it, both sides or neither; the recipe's file name states the decode batch (`batchN`) and holds the YAML's
+    value in all but 13 rows (their recipe held another on the measurement date); 291 of the 519 with settled pools
+    ran more users than decode workers x ranks x it."""
+    import re
+
+    carry = [r for r in rows if r["decode_max_batch"]]
+    assert len(carry) == 535 and all(bool(r["prefill_max_batch"]) for r in carry)
+    assert all(r["engine"] == "trtllm" and "recipes/trtllm/" in r["config_ref"] for r in carry)
+    named = [re.search(r"_batch(\d+)_", r["config_ref"]) for r in carry]
+    assert sum(1 for r, m in zip(carry, named, strict=True) if m and m.group(1) != r["decode_max_batch"]) == 13
+    settled = [r for r in carry if r["decode_workers"]]
+    slots = [int(r["decode_workers"]) * int(r["decode_attention_dp"] or 1) * int(r["decode_max_batch"])
+             for r in settled]
+    assert len(settled) == 519
+    assert sum(1 for r, s in zip(settled, slots, strict=True) if int(r["concurrency"] or 0) > s) == 291

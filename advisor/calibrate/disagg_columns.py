@@ -29,6 +29,9 @@ _SIDE = {
     "moe_a2a": "The {side} workers' MoE all-to-all as the recipe passes it: deepep (SGLang --moe-a2a-backend deepep "
                "or --enable-deepep-moe), none (its default all-gather / reduce-scatter); empty: not established, "
                "the engine's default modelled.",
+    "max_batch": "The most requests each {side} rank admits, as the recipe passes it (TensorRT-LLM "
+                 "max_batch_size, read by `scripts/recipe_batches.py`); empty: not established, the engine's default "
+                 "modelled. Users beyond workers x ranks x this wait for a slot.",
 }
 _BATCH = {
     "prefill": "Requests per prefill step as the source counts them (1 in every row it records; recovered rows: 1).",

@@ -110,12 +110,15 @@ def side_plan(row: dict[str, str], side: str) -> Plan:
 def side_setup(row: dict[str, str], side: str, arch: ModelArch, settings: Settings) -> tuple[ModelArch, Settings]:
     """One side's model and flags as its recipe ran them: the `<side>_redundant_experts` slots beside the experts
     (`arch/redundant.py`, the one owner of that rule), the `<side>_mem_fraction` (the engine's memory share;
-    empty: its default) and the `<side>_moe_a2a` (deepep: DeepEP's all-to-all, `Settings.moe_a2a_backend`)."""
+    empty: its default), the `<side>_moe_a2a` (deepep: DeepEP's all-to-all, `Settings.moe_a2a_backend`) and the
+    `<side>_max_batch` (the most requests a rank admits, `Settings.max_num_seqs`; empty: the engine's default)."""
     from advisor.arch.redundant import redundant_experts
 
     flags: dict[str, object] = {}
     if frac := (row.get(f"{side}_mem_fraction") or "").strip():
         flags["gpu_memory_utilization"] = frac
+    if most := _int(row, f"{side}_max_batch"):
+        flags["max_num_seqs"] = most
     if (row.get(f"{side}_moe_a2a") or "").strip() == "deepep":
         flags["moe_a2a_backend"] = "deepep"
     s = Settings.model_validate({**settings.model_dump(exclude_unset=True), **flags}) if flags else settings
