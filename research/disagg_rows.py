@@ -13,6 +13,7 @@ Order of the rules, per row:
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -153,6 +154,14 @@ def plan_columns(row: dict[str, str], res: Resolution) -> dict[str, str]:
     return out
 
 
+def client_length_ratio(source_id: str) -> str:
+    """How the run's benchmark client drew lengths (the `length_ratio` column, as for the aggregated rows,
+    tests/data/bench/README.md): InferenceX's runs (ids `dsr1_*` from its database dump, dated `YYYY_MM_DD_*` from its
+    result files) ran sa-bench / `benchmark_serving.py` at `--random-range-ratio 0.8`; the others are NVIDIA's
+    aic-auto-gap-analysis runs, aiperf at the stated lengths."""
+    return "0.8" if source_id.startswith("dsr1_") or re.match(r"20\d\d_\d\d_\d\d_", source_id) else "1"
+
+
 def output_row(row: dict[str, str], prov: dict[str, str], res: Resolution) -> dict[str, str]:
     """One row of the repository's disaggregated CSV (columns of `disagg_columns.COLUMNS`, `repeat_of` later)."""
     image = prov.get("image", "")
@@ -170,6 +179,7 @@ def output_row(row: dict[str, str], prov: dict[str, str], res: Resolution) -> di
     keep = ("model", "hardware", "engine", "weight_dtype", "concurrency", "input_len", "output_len", "ttft_ms",
             "tpot_ms", "source")
     return {**{k: row[k] for k in keep}, **plan_columns(row, res), "engine_version": engine_version,
+            "length_ratio": client_length_ratio(row["source"].split("id=", 1)[-1]),
             "dynamo_version": dynamo, "spec_decoding": spec, "spec_tokens": tokens, "plan_status": res.status,
             "plan_rule": res.rule, "unsettled_reason": res.note if res.status == "unsettled" else "",
             "notes": notes, "config_ref": _refs(res), "image": image, "measured": prov.get("measured", ""),

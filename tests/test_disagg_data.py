@@ -200,3 +200,18 @@ def test_max_batch_is_the_tensorrt_llm_recipes_and_mostly_its_file_names(rows: l
              for r in settled]
     assert len(settled) == 519
     assert sum(1 for r, s in zip(settled, slots, strict=True) if int(r["concurrency"] or 0) > s) == 291
+
+
+def test_lengths_are_drawn_as_each_client_drew_them(rows: list[dict[str, str]]) -> None:
+    """`length_ratio` (`research/disagg_rows.py: client_length_ratio`): InferenceX's runs (its database dump's
+    `dsr1_*` ids and its dated result files) drew lengths from 0.8 x to 1 x the stated ones, NVIDIA's 9
+    aic-auto-gap-analysis runs ran them exactly; the aggregated rows of the same sources say the same."""
+    from research.disagg_rows import client_length_ratio
+
+    assert Counter(r["length_ratio"] for r in rows) == {"0.8": 1118, "1": 9}
+    assert all(r["length_ratio"] == client_length_ratio(_id(r)) for r in rows)
+    assert {r["engine"] for r in rows if r["length_ratio"] == "1"} == {"sglang", "trtllm", "vllm"}
+    with open(BENCH / "silicon_dev.csv", newline="", encoding="utf-8") as fh:
+        agg = [r for r in csv.DictReader(fh) if r["length_ratio"]]
+    same = [r for r in agg if _id(r).startswith("dsr1_") or _id(r)[:4].isdigit()]
+    assert same and all(r["length_ratio"] == "0.8" for r in same)

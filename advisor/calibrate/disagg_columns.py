@@ -61,6 +61,10 @@ MEANING: dict[str, str] = {
     "concurrency": "Users the benchmark kept in flight, across all decode workers.",
     "input_len": "Prompt tokens per request (the benchmark's stated length).",
     "output_len": "Output tokens per request (the benchmark's stated length).",
+    "length_ratio": "How the benchmark drew each request's lengths, as in the aggregated schema: uniformly between "
+                    "length_ratio x and 1 x the stated ones (0.8: InferenceX's sa-bench, `--random-range-ratio`); 1: "
+                    "exactly the stated lengths (the aic-auto-gap-analysis runs); empty: not known, the stated "
+                    "lengths predicted.",
     **_side("prefill"),
     **_side("decode"),
     "total_gpus": "GPUs of both pools: sum of workers x tp x attention_dp x pp.",

@@ -24,6 +24,7 @@ import numpy as np
 from advisor.arch.model import ModelArch
 from advisor.calibrate.disagg_columns import READ_REQUIRED
 from advisor.calibrate.predict_rows import requantized_kv_dtype
+from advisor.calibrate.predict_table import mean_lengths
 from advisor.cost.plan import Plan
 from advisor.cost.terms import Terms
 from advisor.cost.workload import Settings
@@ -93,6 +94,12 @@ def is_disagg_file(path: str | Path) -> bool:
     except (OSError, UnicodeDecodeError, csv.Error):
         return False
     return any(c.strip().startswith(("prefill_", "decode_")) for c in header)
+
+
+def _ratio(row: dict[str, str]) -> float:
+    """The row's `length_ratio` (nan: not known)."""
+    v = (row.get("length_ratio") or "").strip()
+    return float(v) if v else float("nan")
 
 
 def _int(row: dict[str, str], key: str, default: int = 0) -> int:
@@ -203,7 +210,11 @@ def predict_one(row: dict[str, str], terms_for: TermsFor, archs: dict[str, Model
         return _with(base, reason="cannot build the deployment: " + " ".join(str(err).split()))
     if d.refused:
         return _with(base, reason=d.refused, deployment=d.label())
-    p = predict_disagg(d, terms, max(base.concurrency, 1), base.input_len, base.output_len, benchmark=True)
+    # at the mean lengths the benchmark's client drew, to the token (`length_ratio`; the aggregated rows' rule),
+    # the case and its memory at the stated ones
+    inp, out = (round(float(mean_lengths(np.array([float(n)]), np.array([_ratio(row)]))[0]))
+                for n in (base.input_len, base.output_len))
+    p = predict_disagg(d, terms, max(base.concurrency, 1), inp, out, benchmark=True)
     if p.ttft_ms is None or p.tpot_ms is None or not np.isfinite([p.ttft_ms, p.tpot_ms]).all():
         return _with(base, reason="the cost model returned no finite value", deployment=d.label())
     return _with(base, predicted={"ttft_ms": p.ttft_ms, "tpot_ms": p.tpot_ms, "output_tok_s": p.output_tok_s or 0.0},
