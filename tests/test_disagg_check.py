@@ -150,3 +150,17 @@ def test_users_beyond_the_recipes_slots_wait_for_one() -> None:
     # 10,433 ms measured; predicted at the mean lengths the client drew (0.9 x): 9.2 s
     assert got["ttft_ms"] == pytest.approx(float(row["ttft_ms"]), rel=0.15)
     assert free["ttft_ms"] < 0.05 * float(row["ttft_ms"])
+
+
+def test_rows_are_predicted_at_the_mean_lengths_their_client_drew(tmp_path: Path) -> None:
+    """`length_ratio` 0.8 (InferenceX's client): lengths drawn uniformly from int(0.8 x L) to L, so 2,048 / 256 run as
+    (1,638 + 2,048) / 2 = 1,843 and (204 + 256) / 2 = 230 tokens on average (`predict_table.mean_lengths`); a ratio
+    outside (0, 1] is an unreadable cell."""
+    rows = [{**ROW, "length_ratio": "0.8"}, {**ROW, "input_len": "1843", "output_len": "230", "length_ratio": "1"},
+            {**ROW, "length_ratio": "2"}]
+    drawn, exact, bad = predict_disagg_rows(write(tmp_path / "mine.csv", rows))
+    assert drawn.predicted is not None and exact.predicted is not None
+    for m in ("ttft_ms", "tpot_ms"):
+        assert drawn.predicted[m] == pytest.approx(exact.predicted[m], rel=0.01), m
+    assert bad.predicted is None
+    assert bad.reason == "unreadable cell: length_ratio 2: a share of the stated lengths, in (0, 1]"

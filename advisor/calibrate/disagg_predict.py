@@ -97,9 +97,12 @@ def is_disagg_file(path: str | Path) -> bool:
 
 
 def _ratio(row: dict[str, str]) -> float:
-    """The row's `length_ratio` (nan: not known)."""
+    """The row's `length_ratio` (nan: not known); ValueError outside (0, 1], as the aggregated schema's."""
     v = (row.get("length_ratio") or "").strip()
-    return float(v) if v else float("nan")
+    ratio = float(v) if v else float("nan")
+    if not 0 < ratio <= 1 and v:
+        raise ValueError(f"length_ratio {v}: a share of the stated lengths, in (0, 1]")
+    return ratio
 
 
 def _int(row: dict[str, str], key: str, default: int = 0) -> int:
@@ -178,6 +181,7 @@ def predict_one(row: dict[str, str], terms_for: TermsFor, archs: dict[str, Model
 
     try:
         base = _base(row, where)
+        ratio = _ratio(row)
     except ValueError as err:
         return DisaggRow(source=row.get("source") or f"{Path(where[0]).name} row {where[1]}",
                          model=row.get("model", ""), hardware=row.get("hardware", ""), engine=row.get("engine", ""),
@@ -212,7 +216,7 @@ def predict_one(row: dict[str, str], terms_for: TermsFor, archs: dict[str, Model
         return _with(base, reason=d.refused, deployment=d.label())
     # at the mean lengths the benchmark's client drew, to the token (`length_ratio`; the aggregated rows' rule),
     # the case and its memory at the stated ones
-    inp, out = (round(float(mean_lengths(np.array([float(n)]), np.array([_ratio(row)]))[0]))
+    inp, out = (round(float(mean_lengths(np.array([float(n)]), np.array([ratio]))[0]))
                 for n in (base.input_len, base.output_len))
     p = predict_disagg(d, terms, max(base.concurrency, 1), inp, out, benchmark=True)
     if p.ttft_ms is None or p.tpot_ms is None or not np.isfinite([p.ttft_ms, p.tpot_ms]).all():
