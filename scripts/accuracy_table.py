@@ -6,6 +6,7 @@ Usage: python -m scripts.accuracy_table [--update [FILE]]   # FILE: docs/accurac
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,8 +42,6 @@ POOLED = Path(__file__).resolve().parents[1] / "notebooks" / "data" / "held_out_
 
 def pooled() -> dict[str, Any]:
     """{split: {"overall": summary}} over every engine's rows at once (`scripts/refit_calibrations.py`)."""
-    import json
-
     return json.loads(POOLED.read_text(encoding="utf-8"))
 
 

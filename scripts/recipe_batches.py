@@ -63,7 +63,8 @@ def row_batches(repo: Path, row: dict[str, str]) -> tuple[str, str]:
     found = {recipe_batches(repo, p, row.get("measured") or "") for p in RECIPE.findall(row.get("config_ref") or "")}
     if len(found) != 1:
         return ("", "")
-    return tuple("" if v is None else str(v) for v in found.pop())  # type: ignore[return-value]
+    pre, dec = ("" if v is None else str(v) for v in found.pop())
+    return pre, dec
 
 
 def main(argv: list[str] | None = None) -> int:

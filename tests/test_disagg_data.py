@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -188,8 +189,6 @@ def test_max_batch_is_the_tensorrt_llm_recipes_and_mostly_its_file_names(rows: l
     carry it, both sides or neither; the recipe's file name states the decode batch (`batchN`) and holds the YAML's
     value in all but 13 rows (their recipe held another on the measurement date); 291 of the 519 with settled pools
     ran more users than decode workers x ranks x it."""
-    import re
-
     carry = [r for r in rows if r["decode_max_batch"]]
     assert len(carry) == 535 and all(bool(r["prefill_max_batch"]) for r in carry)
     assert all(r["engine"] == "trtllm" and "recipes/trtllm/" in r["config_ref"] for r in carry)
