@@ -1,16 +1,20 @@
 """The sweep's shortcuts change no number: a plan's distinct padded batches spread back to its grid exactly
 (advisor/cost/batches.py); an `evaluate` over many kinds of model gives, bit for bit, what it gives with the grid
 costed point by point and every step's decode attention computed afresh (`step._shared_decode_attention`), and a
-case's results are the ones it gets alone (cases with the same features are evaluated once)."""
+case's results are the ones it gets alone (cases with the same features are evaluated once); attention's powers taken
+once per plan and the p-norm's one-power form give the kernels' values point by point."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from conftest import catalog_arch
+from hypothesis import given
+from hypothesis import strategies as st
 
-from advisor.cost import batches, step
+from advisor.cost import batches, kernels, step
 from advisor.cost.batches import distinct
+from advisor.cost.features import Features
 from advisor.cost.step import pad_tokens
 from advisor.cost.sweep import Case, all_cases, evaluate
 from advisor.cost.terms import Terms
@@ -78,3 +82,58 @@ def test_cases_with_one_architecture_predict_alike(cases: list[Case]) -> None:
     for a, b in pairs:
         assert all(np.array_equal(v[a], v[b]) for v in out.values())
         assert out["tpot_s"][a, 0, 0] > 0
+
+
+@given(st.floats(0.0, 1e6), st.floats(0.0, 1e6), st.floats(1.0, 60.0))
+def test_the_p_norm_in_one_power_is_the_p_norm(a: float, b: float, p: float) -> None:
+    s = max(a, b) or 1.0  # the textbook form on scaled times (unscaled, 1e6^60 overflows)
+    want = s * ((a / s) ** p + (b / s) ** p) ** (1 / p)
+    assert float(kernels.pnorm(a, b, p)) == pytest.approx(want, rel=1e-12, abs=1e-300)
+    assert float(kernels.pnorm(a, b, p)) >= max(a, b)
+
+
+def _decode_attention_point_by_point(F: Features, bw: float, peak: float, dec: np.ndarray,
+                                     ctx: np.ndarray) -> np.ndarray:
+    """Decode attention microseconds with each kernel evaluated at every grid point's (sequences, context), as
+    `step._decode_attention` computed it before its powers were taken once per plan."""
+    P = kernels.params()["attention"]
+    full_ctx = np.where(F.index_topk > 0, np.minimum(ctx, F.index_topk), ctx)
+    win_ctx = np.minimum(ctx, np.where(F.window > 0, F.window, ctx))
+
+    def gqa(heads: np.ndarray, kv_heads: np.ndarray, head_dim: np.ndarray, c: np.ndarray) -> np.ndarray:
+        f = {"t0_us": 0.0, "e_bw": F.attn_e_bw, "e_f": F.attn_e_f, "rho_ns_per_B": 0.0}
+        return kernels.attention_decode_us(f, F.b_kv, dec, c, heads, kv_heads, head_dim, bw, peak, P)
+
+    mla = kernels.mla_decode_us({"e_bw": F.attn_e_bw, "e_f": F.attn_e_f}, F.b_kv, dec, full_ctx, F.attn_heads,
+                                F.mla_latent, F.mla_rope, bw, peak)
+    full = np.where(F.attn_mla > 0, mla, gqa(F.attn_heads, F.attn_kv_heads, F.attn_head_dim, full_ctx))
+    full = np.where(F.attn_layers > 0, full, 0.0)
+    win = np.where(F.win_layers > 0, gqa(F.win_heads, F.win_kv_heads, F.win_head_dim, win_ctx), 0.0)
+    indexer = kernels.dsa_indexer_us({**kernels.dsa_params(), "t0_us": 0.0}, dec, ctx, F.index_bytes, bw)
+    return F.attn_layers * (full + indexer) + F.win_layers * win
+
+
+def test_attention_per_plan_is_the_kernels_point_by_point(cases: list[Case], box: HardwareProfile) -> None:
+    """MLA (DeepSeek-R1, Kimi-K2), DSA's top-k and indexer (DeepSeek-V3.2), windowed layers (MiMo-V2-Flash), GQA
+    and plans without attention layers (Nemotron's mamba, Qwen3-Next's Gated DeltaNet) over sequences x contexts:
+    within 1e-12 of the kernels evaluated at every point; prefill attention likewise against its p-norm per point."""
+    F = Features.from_flat(np.stack([c.features() for c in cases])).grid()
+    bw, peak = box.gpu.mem_bw_bytes_per_s, box.gpu.dense_flops_per_s("bf16")
+    dec = np.array([0.0, 1.0, 3.0, 17.5, 256.0])[None, :, None]
+    ctx = np.array([1.0, 700.0, 2048.0, 9000.0, 40000.0])[None, None, :]
+    got, _ = step._decode_attention(F, bw, peak, dec, ctx)
+    want = _decode_attention_point_by_point(F, bw, peak, dec, ctx) * 1e-6
+    assert np.all(want[np.ravel(F.attn_layers + F.win_layers > 0), 1:] > 0)  # every plan with attention, dec > 0
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0.0)
+    pre, ctx_pre = np.array([0.0, 64.0, 8192.0])[None, :, None], np.array([64.0, 4096.0, 20000.0])[None, None, :]
+    peak8 = box.gpu.dense_flops_per_s("fp8")
+    w, c, _ = step._prefill_attention(F, bw, peak, pre, ctx_pre, peak8)
+    k = np.maximum(F.index_topk, 1.0)
+    ctx_full = np.where((F.index_topk > 0) & (2 * ctx_pre > k), k - k * k / (4 * ctx_pre), ctx_pre)
+    ctx_win = np.minimum(ctx_pre, np.where(F.window > 0, F.window, ctx_pre))
+    tc = pre * (ctx_full * F.attn_full_flops + ctx_win * F.attn_win_flops) / (peak * F.pre_e_f) \
+        + pre * ctx_pre * F.index_flops / (peak8 * F.pre_e_f)
+    tw = pre * F.pre_bytes / (bw * F.pre_e_bw)
+    p = kernels.params()["prefill"]["p"]
+    np.testing.assert_allclose(w, tw, rtol=1e-12, atol=0.0)
+    np.testing.assert_allclose(w + c, (tw ** p + tc ** p) ** (1 / p), rtol=1e-12, atol=0.0)

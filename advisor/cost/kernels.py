@@ -83,8 +83,11 @@ def gemm_format(fmt: str, native_fp4: bool) -> str:
     return GEMM_FORMAT.get(fmt, "bfloat16")
 
 
-def _pnorm(tw: np.ndarray, tc: np.ndarray, p: float) -> np.ndarray:
-    return (tw ** p + tc ** p) ** (1 / p)
+def pnorm(a: Any, b: Any, p: Any) -> Any:
+    """(a^p + b^p)^(1/p) of two non-negative times, as hi (1 + (lo / hi)^p)^(1/p) with hi, lo the larger and the
+    smaller: the same value with one power fewer (libm `pow` is most of a sweep's kernel arithmetic)."""
+    hi, lo = np.maximum(a, b), np.minimum(a, b)
+    return hi * (1 + (lo / np.where(hi > 0, hi, 1.0)) ** p) ** (1 / p)
 
 
 def gemm_step_t0_us() -> float:
@@ -241,7 +244,7 @@ def mla_decode_us(f: Any, b_kv: Any, batch: Any, ctx: Any, heads: Any, latent: A
     P = P or params()["mla"]
     tw = batch * ctx * (latent + rope) * b_kv / (bw * f["e_bw"]) * 1e6
     tc = 2 * batch * heads * ctx * (2 * latent + rope) / (peak_bf16 * f["e_f"]) * 1e6
-    return _pnorm(tw, tc, P["p"])
+    return pnorm(tw, tc, P["p"])
 
 
 # What a kernel table's quantized linear does to its BF16 input before the GEMM, per input element: (bytes its
@@ -268,7 +271,7 @@ def gemm_us(f: Any, m: Any, n: Any, k: Any, w_bytes: Any, bw: Any, peak: Any, P:
     tq = q_bytes * m * k / (bw * f["e_bw"]) * 1e6
     tw = (w_bytes + m * (a_bytes * k + 2 * n)) / (bw * f["e_bw"]) * 1e6
     tc = 2 * (m + P["m_h"]) * n * k / (peak * f["e_f"]) * 1e6
-    return f["t0_us"] + tq + _pnorm(tw, tc, P["p"])
+    return f["t0_us"] + tq + pnorm(tw, tc, P["p"])
 
 
 def moe_us(f: Any, n_act: Any, pairs: Any, hidden: Any, inter: Any, mats: Any, b_w: Any, bw: Any, peak: Any,
@@ -281,7 +284,7 @@ def moe_us(f: Any, n_act: Any, pairs: Any, hidden: Any, inter: Any, mats: Any, b
     slim = inter / (inter + P["I_h"])
     tw = n_act * w_expert / (bw * f["e_bw"] * slim) * 1e6 + (hidden + inter) * b_w * f["kappa_ns_per_B"] * 1e-3
     tc = (pairs + n_act * P["m_h"]) * 2 * mats * hidden * inter / (peak * f["e_f"]) * 1e6
-    return f["t0_us"] + _pnorm(tw, tc, P["p"]) + pairs * hidden * P["a_act_B"] / bw * 1e6
+    return f["t0_us"] + pnorm(tw, tc, P["p"]) + pairs * hidden * P["a_act_B"] / bw * 1e6
 
 
 def attention_prefill_us(f: Any, b_kv: Any, tokens: Any, ctx: Any, heads: Any, kv_heads: Any, dk: Any, dv: Any,
@@ -291,7 +294,7 @@ def attention_prefill_us(f: Any, b_kv: Any, tokens: Any, ctx: Any, heads: Any, k
     P = P or params()["prefill"]
     tw = (tokens * heads * (dk + dv) * 2 + tokens * kv_heads * (dk + dv) * b_kv) / (bw * f["e_bw"]) * 1e6
     tc = 2 * tokens * ctx * heads * (dk + dv) / (peak_bf16 * f["e_f"]) * 1e6
-    return f["t0_us"] + _pnorm(tw, tc, P["p"])
+    return f["t0_us"] + pnorm(tw, tc, P["p"])
 
 
 GDN_CHUNK = 64  # FLA `chunk_gated_delta_rule` chunk length
@@ -325,7 +328,7 @@ def gdn_prefill_us(f: Any, batch: Any, seq: Any, heads: Any, dk: Any, dv: Any, p
     """Microseconds of one Gated DeltaNet prefill layer: `batch` prompts of `seq` tokens (module docstring)."""
     ts = seq * f["seq_ns"] * 1e-3
     tc = batch * seq * heads * (6 * dk * dv + 2 * GDN_CHUNK * (dk + dv)) / (peak_bf16 * f["e_f"]) * 1e6
-    return f["t0_us"] + _pnorm(ts, tc, p)
+    return f["t0_us"] + pnorm(ts, tc, p)
 
 
 def attention_decode_us(f: Any, b_kv: Any, batch: Any, ctx: Any, heads: Any, kv_heads: Any, head_dim: Any,
@@ -336,4 +339,4 @@ def attention_decode_us(f: Any, b_kv: Any, batch: Any, ctx: Any, heads: Any, kv_
     kv = batch * ctx * kv_heads * head_dim * 2 * b_kv
     tw = kv / (bw * f["e_bw"]) * 1e6 + ctx * head_dim * b_kv * f["rho_ns_per_B"] * 1e-3
     tc = 4 * batch * heads * ctx * head_dim / (peak_bf16 * f["e_f"]) * 1e6
-    return f["t0_us"] + _pnorm(tw, tc, P["p"])
+    return f["t0_us"] + pnorm(tw, tc, P["p"])

@@ -77,53 +77,73 @@ def find_term(hw: HardwareProfile, op: str, n: int, backend: str = "nccl") -> Co
 def term_time_us(term: CollectiveTerm, S: np.ndarray, op: str, n: int, curve: bool = True) -> np.ndarray:
     """A term's time at sizes S on its own measured path: the measured curve up to its largest size, the two
     fitted regimes beyond it (everywhere when `curve` is off or the term has no curve)."""
-    S = np.asarray(S, dtype=float)
+    return term_timer(term, op, n, curve)(S)
+
+
+def term_timer(term: CollectiveTerm, op: str, n: int, curve: bool = True
+               ) -> Callable[[float | np.ndarray], np.ndarray]:
+    """`term_time_us` as a function of the sizes, the term's constants resolved once (a sweep times each
+    (op, group size) at every step)."""
+    f = bus_factor(op, n)
 
     def regimes(s: np.ndarray) -> np.ndarray:
-        return two_regime_us(s, bus_factor(op, n), term.small_latency_us, term.small_busbw_gbps, term.switch_bytes,
+        return two_regime_us(s, f, term.small_latency_us, term.small_busbw_gbps, term.switch_bytes,
                              term.large_latency_us, term.large_busbw_gbps)
 
     if not curve or not term.measured_bytes:
-        return regimes(S)
-    t = measured_curve_us(term.measured_bytes, term.measured_us, S)
-    beyond = S > term.measured_bytes[-1]
-    if beyond.any():  # decode-sized messages rarely leave the measured range: the regimes only where they do
-        t = np.where(beyond, regimes(S), t)
-    return t
+        return lambda S: regimes(np.asarray(S, dtype=float))
+    xs, ys = _log_curve(tuple(term.measured_bytes), tuple(term.measured_us))
+    last = term.measured_bytes[-1]
 
-
-def _term_time(
-    hw: HardwareProfile, term: CollectiveTerm, S: np.ndarray, op: str, n: int, path: str | None,
-    curve: bool = True,
-) -> np.ndarray:
-    """`term_time_us`, plus what a slower placement than the measured one adds: its extra latency per link
-    traversal and its lower bandwidth, on top of the measured time."""
-    t = term_time_us(term, S, op, n, curve)
-    if path is None or path == term.path:
+    def timed(S: float | np.ndarray) -> np.ndarray:
+        S = np.asarray(S, dtype=float)
+        t = _on_log_curve(xs, ys, S)
+        beyond = S > last
+        if beyond.any():  # decode-sized messages rarely leave the measured range: the regimes only where they do
+            t = np.where(beyond, regimes(S), t)
         return t
+
+    return timed
+
+
+def _placed_timer(hw: HardwareProfile, term: CollectiveTerm, op: str, n: int, path: str | None,
+                  curve: bool = True) -> Callable[[float | np.ndarray], np.ndarray]:
+    """A term's time (`term_timer`) plus what a slower placement than the measured one adds: its extra latency
+    per link traversal and its lower bandwidth, on top of the measured time; resolved once per term."""
+    timed = term_timer(term, op, n, curve)
+    if path is None or path == term.path:
+        return timed
     links: dict[str, LinkSpec] = {lk.path: lk for lk in hw.topology.links}
     have, want = links.get(term.path), links.get(path)
     if have is None or want is None:
-        return t
+        return timed
     scale = min(1.0, want.p2p_bw_gbps / have.p2p_bw_gbps)
     dlat = max(0.0, want.latency_us - have.latency_us) * ring_steps(op, n)
     if scale == 1.0 and dlat == 0.0:
-        return t
+        return timed
     f = bus_factor(op, n)
 
-    def regimes(dl: float, sc: float) -> np.ndarray:
-        return two_regime_us(np.asarray(S, dtype=float), f, term.small_latency_us + dl, term.small_busbw_gbps * sc,
+    def regimes(S: np.ndarray, dl: float, sc: float) -> np.ndarray:
+        return two_regime_us(S, f, term.small_latency_us + dl, term.small_busbw_gbps * sc,
                              term.switch_bytes, term.large_latency_us + dl, term.large_busbw_gbps * sc)
 
-    return t + (regimes(dlat, scale) - regimes(0.0, 1.0))
+    def placed(S: float | np.ndarray) -> np.ndarray:
+        S = np.asarray(S, dtype=float)
+        return timed(S) + (regimes(S, dlat, scale) - regimes(S, 0.0, 1.0))
+
+    return placed
 
 
 def measured_curve_us(sizes: Sequence[float], times_us: Sequence[float], S: np.ndarray) -> np.ndarray:
     """A measured curve (ascending `sizes`, `times_us`) at sizes S: a power law between neighbouring measured
     sizes (linear in log t vs log S: exact for a flat latency floor and for t proportional to S), the smallest
     size's time below them (the latency floor). Meaningful for S up to the largest size."""
-    x = np.log(np.maximum(np.asarray(S, dtype=float), 1.0))
-    return np.exp(np.interp(x, *_log_curve(tuple(sizes), tuple(times_us))))
+    return _on_log_curve(*_log_curve(tuple(sizes), tuple(times_us)), np.asarray(S, dtype=float))
+
+
+def _on_log_curve(log_sizes: np.ndarray, log_times: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """`measured_curve_us` on a curve's log sizes and times (`_log_curve`)."""
+    return np.exp(np.interp(np.log(np.maximum(S, 1.0)), log_sizes, log_times))
 
 
 @cache
@@ -200,11 +220,11 @@ def trtllm_allreduce_timer(hw: HardwareProfile, n_gpus: int) -> Callable[[float 
     if nccl is None or custom is None or not links or path != "nvlink":
         return collective_timer(hw, "allreduce", n_gpus, engine="vllm", custom_curve=False)
     limit = TRTLLM_AR_MAX_BYTES.get(n, TRTLLM_AR_DEFAULT_MAX_BYTES)
+    beyond = _placed_timer(hw, nccl, "allreduce", n, path)
 
     def timed(nbytes: float | np.ndarray) -> np.ndarray:
         S = np.asarray(nbytes, dtype=float)
-        return np.where(S < limit, link_allreduce_us(S, n, custom.small_latency_us, max(links)),
-                        _term_time(hw, nccl, S, "allreduce", n, path))
+        return np.where(S < limit, link_allreduce_us(S, n, custom.small_latency_us, max(links)), beyond(S))
 
     return timed
 
@@ -277,14 +297,17 @@ def collective_timer(hw: HardwareProfile, op: str, n_gpus: int, engine: str = "v
     limit, _ = custom_allreduce_limit(hw, group, engine) if op == "allreduce" else (0.0, "")
     custom = find_term(hw, op, n, f"{engine}_custom") or find_term(hw, op, n, "vllm_custom")
 
+    by_nccl = _placed_timer(hw, nccl, op, n, path)
+    if op != "allreduce" or limit <= 0 or custom is None:
+        return by_nccl
+    by_custom = _placed_timer(hw, custom, op, n, path, custom_curve)
+
     def timed(nbytes: float | np.ndarray) -> np.ndarray:
         S = np.asarray(nbytes, dtype=float)
-        if op != "allreduce" or limit <= 0 or custom is None:
-            return _term_time(hw, nccl, S, op, n, path)
         small = S < limit
-        t = _term_time(hw, custom, S, op, n, path, custom_curve)
+        t = by_custom(S)
         if small.all():  # NCCL only for the sizes the engine hands it
             return t
-        return np.where(small, t, _term_time(hw, nccl, S, op, n, path))
+        return np.where(small, t, by_nccl(S))
 
     return timed
