@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 from conftest import catalog_arch
@@ -104,19 +105,30 @@ def test_faster_link_flips_a_ttft_bound_verdict(hw: HardwareProfile, minimax: Mo
     assert tok[0] <= tok[1] * 1.01 <= tok[2] * 1.02 and tok[2] < tok[0] * 1.05
 
 
-def test_nvl72_rack_search_is_fast_and_disaggregates_deepseek() -> None:
-    """One model's disaggregated space on a 72-GPU GB200 NVL72 rack (worker plans x ratios x decode batches) and
-    the aggregated plans beside it, in under 2 s. DeepSeek-V3 8k/1k within TPOT <= 50 ms under TensorRT-LLM:
-    disaggregated, its KV over NVLink a fraction of a millisecond."""
-    arch = catalog_arch("deepseek-ai/DeepSeek-V3")
+def nvl72_rack_search() -> DisaggVerdict:
+    """One model's disaggregated space on a 72-GPU GB200 NVL72 rack (worker plans x ratios x decode batches) and the
+    aggregated plans beside it: DeepSeek-V3 8k/1k within TPOT <= 50 ms under TensorRT-LLM."""
     gb200 = load_profile("gb200")
-    rack = load_cluster(gb200, 18)
-    terms = terms_for(gb200, "trtllm")[0]
     q = DisaggQuery(input_len=8192, output_len=1024, max_tpot_ms=50)
-    search(arch, gb200, Settings(engine="trtllm"), terms, q, cluster=rack)  # warm: catalog, kernel tables
+    return search(catalog_arch("deepseek-ai/DeepSeek-V3"), gb200, Settings(engine="trtllm"),
+                  terms_for(gb200, "trtllm")[0], q, cluster=load_cluster(gb200, 18))
+
+
+def test_bench_nvl72_rack_search(benchmark: Any) -> None:
+    """The search's time (the target: under 2 s on a 2-CPU machine) is kept in pytest-benchmark's JSON and printed
+    with `-s -n0 --benchmark-enable`; nothing asserts a time."""
+    nvl72_rack_search()  # warm: catalog, kernel tables
     t0 = time.perf_counter()
-    v = search(arch, gb200, Settings(engine="trtllm"), terms, q, cluster=rack)
-    assert time.perf_counter() - t0 < 2.0
+    v = benchmark(nvl72_rack_search)
+    print(f"\nDeepSeek-V3 disaggregated search on 18 x gb200: first call incl. benchmark rounds "
+          f"{time.perf_counter() - t0:.3f} s")
+    assert v.budget == 72
+
+
+def test_nvl72_rack_disaggregates_deepseek() -> None:
+    """DeepSeek-V3 8k/1k within TPOT <= 50 ms under TensorRT-LLM on a GB200 NVL72 rack: disaggregated, its KV over
+    NVLink a fraction of a millisecond."""
+    v = nvl72_rack_search()
     assert v.budget == 72 and v.winner == "disaggregated"
     d = v.disaggregated
     assert d is not None and d.prediction.link.startswith("NVLink") and (d.prediction.transfer_alone_ms or 9) < 2
