@@ -268,9 +268,8 @@ def _decode_attention(F: Features, bw: float, peak: float, dec: np.ndarray,
     sequences x context, and its p-norm is homogeneous: the time is d x c x the kernel's time at d = c = 1
     (`_attention_per_token_us`), whose powers are taken once per plan instead of at every grid point."""
     per = _attention_per_token_us(F, bw, peak, q)
-    inf = np.inf
-    full_ctx = np.minimum(ctx, np.where(F.index_topk > 0, F.index_topk, inf))  # DSA attends to its top-k
-    win_ctx = np.minimum(ctx, np.where(F.window > 0, F.window, inf))
+    full_ctx = np.minimum(ctx, np.where(F.index_topk > 0, F.index_topk, np.inf))  # DSA attends to its top-k
+    win_ctx = np.minimum(ctx, np.where(F.window > 0, F.window, np.inf))
     # DSA: the indexer chain's pass over the whole context (`kernels.dsa_indexer_us`; index_bytes is 0 without
     # DSA), its t0 with the fixed latencies
     indexer = kernels.dsa_indexer_us({**kernels.dsa_params(), "t0_us": 0.0}, 1.0, 1.0, F.index_bytes, bw)
