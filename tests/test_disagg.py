@@ -163,6 +163,20 @@ def test_engines_move_kv_differently(hw: HardwareProfile, llama8: ModelArch) -> 
     assert v["first_step"] > 0 and g["first_step"] == 0
 
 
+def test_sglang_prefill_waits_for_the_decode_to_reserve_its_kv(hw: HardwareProfile, llama8: ModelArch) -> None:
+    """SGLang's decode pre-allocates a request's KV at its next step boundary before the prefill may start
+    (`cost/disagg.py: PREALLOCATES`): with other users decoding that wait equals the hand-off after the transfer
+    (half a decode step and the steps prepared ahead), alone next to nothing; vLLM's decode pulls after the prefill."""
+    out = {}
+    for engine in ("vllm", "sglang"):
+        d = make_disagg(llama8, hw, Plan(tp=1), 1, Plan(tp=1), 1, Settings(engine=engine))
+        out[engine] = {u: predict_disagg(d, Terms(), u, 1024, 256).ttft_parts_ms or {} for u in (1, 32)}
+    busy, alone = out["sglang"][32], out["sglang"][1]
+    assert busy["prealloc"] == pytest.approx(busy["handoff"], rel=1e-9) and busy["prealloc"] > 0
+    assert alone["prealloc"] == pytest.approx(alone["handoff"], rel=1e-9) and alone["prealloc"] < 0.1 * busy["prealloc"]
+    assert out["vllm"][32]["prealloc"] == 0 < out["vllm"][32]["handoff"]
+
+
 def test_bad_input(hw: HardwareProfile, minimax: ModelArch) -> None:
     with pytest.raises(AdvisorError, match="at least one of each"):
         make_disagg(minimax, hw, Plan(tp=4), 0, Plan(tp=4), 1, Settings())

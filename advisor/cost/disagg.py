@@ -49,6 +49,11 @@ OVERLAP: dict[str, str] = {"vllm": "after", "sglang": "chunked", "trtllm": "afte
 # Whether the client's first token waits for a decode forward (vLLM: the decode computes it after the pull;
 # TensorRT-LLM: the generation server's first step) or is the prefill's, emitted at pick-up (SGLang)
 FIRST_TOKEN_STEP: dict[str, bool] = {"vllm": True, "sglang": False, "trtllm": True}
+# Whether the prefill waits for the decode to reserve the request's KV first: SGLang's decode scheduler pre-allocates
+# in its loop, between decode steps (`disaggregation/decode.py: DecodePreallocQueue`), and a prefill starts only
+# once its decode has sent the KV indices (`disaggregation/prefill.py: PrefillBootstrapQueue.pop_bootstrapped`);
+# vLLM's decode pulls after the prefill (NixlConnector) and TensorRT-LLM's generation request follows the context one
+PREALLOCATES: dict[str, bool] = {"vllm": False, "sglang": True, "trtllm": False}
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from advisor.cost.disagg_serving import Combos, PrefillSide, at_users, decode_si
 from advisor.cost.serving import MAX_UTILISATION
 from advisor.cost.terms import Terms
 
-TTFT_PARTS = ("request", "prefill_wait", "prefill", "transfer", "handoff", "first_step", "queue")
+TTFT_PARTS = ("request", "prealloc", "prefill_wait", "prefill", "transfer", "handoff", "first_step", "queue")
 PREDICT_POINTS = 256  # decode batches per rank for one deployment (grid step ~3%: a saturated pool is resolved)
 
 

@@ -24,9 +24,10 @@ the busiest GPU's link); N(b) = lambda (TTFT + (O - 1) TPOT) (Little). N(b) grow
 users; past the last b every side can sustain (prefill or link at capacity, decode KV full), further users queue and
 TTFT grows by queued / lambda. Throughput is therefore the slowest of the prefill pool, the link and the decode pool.
 
-TTFT = request overhead + prefill wait + prefill steps + the exposed transfer (all of it once the prefill is done,
-vLLM and TensorRT-LLM; SGLang: the last chunk's, or what the link has not finished while later chunks computed) +
-the hand-off to the decode's next step + its first step where there is one.
+TTFT = request overhead (+ SGLang's pre-allocation: the decode reserves the KV at its next step boundary before the
+prefill may start, `disagg.PREALLOCATES`) + prefill wait + prefill steps + the exposed transfer (all of it once the
+prefill is done, vLLM and TensorRT-LLM; SGLang: the last chunk's, or what the link has not finished while later
+chunks computed) + the hand-off to the decode's next step + its first step where there is one.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from advisor.cost.disagg import FIRST_TOKEN_STEP, OVERLAP
+from advisor.cost.disagg import FIRST_TOKEN_STEP, OVERLAP, PREALLOCATES
 from advisor.cost.features import Features
 from advisor.cost.serving import MAX_UTILISATION, StepFn, kv_capacity, micro_batched
 from advisor.cost.step import comm_fn
@@ -193,19 +194,21 @@ def solve(pre: PrefillSide, dec: DecodeSide, m: Combos, engine: str) -> dict[str
         exposed = np.maximum(move / n, move - (n - 1) * p["t_full"]) if OVERLAP[engine] == "chunked" else move
         wait = others * p["wait"]
         handoff = np.minimum(others * b, 1.0) * (0.5 + dec.ahead[m.id][:, None]) * tdec
-        ttft = request + wait + p["own"] + exposed + handoff + first
+        # SGLang: the decode's pre-allocation, at its next step boundary, before the prefill may start
+        prealloc = handoff if PREALLOCATES[engine] else 0 * handoff
+        ttft = request + prealloc + wait + p["own"] + exposed + handoff + first
         users = lam * (ttft + decode_steps * tpot)
         others = np.maximum(1 - 1 / np.maximum(users, 1e-9), 0.0)
-    held = exposed + handoff + (wait + p["own"] if engine == "sglang" else 0.0)  # decode KV reserved for it
+    held = exposed + handoff + (wait + p["own"] if PREALLOCATES[engine] else 0.0)  # decode KV reserved for it
     # KV of requests in transfer takes room from the running ones (max_num_seqs counts the running only)
     kv_room = dec.kv_cap[m.id][:, None] - lam / Y * held * pre.prompt / dec.occupied[m.id][:, None]
     room = np.minimum(kv_room, dec.seqs[m.id][:, None])
     ok = (b <= room) & (p["utilisation"] < MAX_UTILISATION) & (u_link < MAX_UTILISATION)
     valid = np.cumprod(ok, axis=1).astype(bool)  # the sustainable prefix of the grid
     return {"b": b, "lam": lam, "tpot": tpot, "t_step": tdec, "ttft": ttft, "users": users, "valid": valid,
-            "request": request, "prefill_wait": wait, "prefill": p["own"], "transfer": exposed, "transfer_full": move,
-            "handoff": handoff, "first_step": first, "prefill_busy": p["busy"], "prefill_util": p["utilisation"],
-            "link_util": u_link, "room": room}
+            "request": request, "prealloc": prealloc, "prefill_wait": wait, "prefill": p["own"], "transfer": exposed,
+            "transfer_full": move, "handoff": handoff, "first_step": first, "prefill_busy": p["busy"],
+            "prefill_util": p["utilisation"], "link_util": u_link, "room": room}
 
 
 def wave_prefill(pre: PrefillSide, users: np.ndarray, ranks: np.ndarray, i: np.ndarray | slice = slice(None)

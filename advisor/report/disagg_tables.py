@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 SIDE_COLS = (Col("serving", 10), Col("deployment", 9, fold=True), Col("GPUs", 6, right=True),
              Col("users", 7, right=True), Col("TTFT ms", 6, right=True), Col("TPOT ms", 8, right=True),
              Col("tok/s total", 9, right=True), Col("tok/s/GPU", 5, right=True), Col("meets", 4))
-PARTS = {"request": "request", "prefill_wait": "prefill wait", "prefill": "prefill", "transfer": "transfer",
-         "handoff": "hand-off", "first_step": "first decode step", "queue": "queued"}
+PARTS = {"request": "request", "prealloc": "KV pre-allocation", "prefill_wait": "prefill wait", "prefill": "prefill",
+         "transfer": "transfer", "handoff": "hand-off", "first_step": "first decode step", "queue": "queued"}
 
 
 def side_rows(v: DisaggVerdict) -> list[list[str]]:
