@@ -1,7 +1,8 @@
 """What a measured disaggregated run's recipe passed to its engine beyond the plan: SGLang's redundant expert slots
-(`--ep-num-redundant-experts`, `arch/redundant.py`), memory fraction (`--mem-fraction-static`) and MoE all-to-all
-(`--moe-a2a-backend deepep` or `--enable-deepep-moe`) on each side, for the `<side>_redundant_experts`,
-`<side>_mem_fraction` and `<side>_moe_a2a` cells of silicon_disagg_dev.csv (`recipe_cells`).
+(`--ep-num-redundant-experts`, `arch/redundant.py`), memory fraction (`--mem-fraction-static`), MoE all-to-all
+(`--moe-a2a-backend deepep` or `--enable-deepep-moe`) and receive interval (`--scheduler-recv-interval`) on each
+side, for the `<side>_redundant_experts`, `<side>_mem_fraction`, `<side>_moe_a2a` and `<side>_recv_interval` cells
+of silicon_disagg_dev.csv (`recipe_cells`).
 
 A row takes them from the recipes its configurations ran (`config_ref`, one or more `file@commit key [recipe]`):
 every configuration it names must have an entry below for its lengths and decode worker size, and the entries must
@@ -18,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CELLS = ("prefill_redundant_experts", "prefill_mem_fraction", "prefill_moe_a2a", "decode_redundant_experts",
-         "decode_mem_fraction", "decode_moe_a2a")
+         "decode_mem_fraction", "decode_moe_a2a", "prefill_recv_interval", "decode_recv_interval")
 ELNIFIO = ("components/backends/sglang/slurm_jobs/scripts/gb200-fp8.sh of the Dynamo fork InferenceX cloned "
            "unpinned (Elnifio/dynamo update-result-file-name); every revision read passes the decode side "
            "--mem-fraction-static 0.82, --ep-num-redundant-experts 32 and DeepEP (--enable-deepep-moe or "
@@ -47,6 +48,14 @@ class Recipe:
     decode: tuple[str, str, str]
     how: str  # read | inferred
     source: str
+    recv: tuple[str, str] = ("", "")  # --scheduler-recv-interval (prefill, decode); "" not established
+
+
+# The srtctl low-latency recipes' --scheduler-recv-interval (prefill, decode): NVIDIA/srt-slurm main of the runs'
+# days (b2c9f1a4 of 2026-02-07) and 5063eb43 pass the same; the DEP recipes pass none (SGLang's receive skipper
+# refuses attention DP, `managers/scheduler_recv_skipper.py`), and the 2025 scripts' are not established
+RECV_10 = ("10", "10")
+RECV_10_1 = ("10", "1")
 
 
 A2A_HEAD = ("moe-a2a-backend deepep as NVIDIA/srt-slurm 04ff0a0a has the same file (the fork revision the run "
@@ -86,7 +95,7 @@ RECIPES: tuple[Recipe, ...] = (
     # 2026-02: srtctl recipes (file: the recipe path of the configuration)
     Recipe("recipes/gb200-fp8/1k1k/low-latency.yaml", None, None, ("0", "0.95", "none"), ("0", "0.95", "none"),
            "read", "NVIDIA/srt-slurm 96f34420 recipes/gb200-fp8/1k1k/low-latency.yaml: mem-fraction-static 0.95, "
-           "no ep-num-redundant-experts, no moe-a2a-backend, both sides"),
+           "no ep-num-redundant-experts, no moe-a2a-backend, both sides", recv=RECV_10),
     Recipe("recipes/gb200-fp8/1k1k/mid-curve.yaml", None, None, ("32", "0.75", "deepep"), ("32", "0.82", "deepep"),
            "read", "NVIDIA/srt-slurm eb889c08 recipes/gb200-fp8/1k1k/mid-curve.yaml: ep-num-redundant-experts 32 "
            "and moe-a2a-backend deepep both sides, mem-fraction-static 0.75 / 0.82"),
@@ -143,26 +152,26 @@ RECIPES: tuple[Recipe, ...] = (
     # low-latency recipes: TP prefill and TP decode workers, neither with redundant slots nor DeepEP
     Recipe("recipes/gb300-fp8/1k1k/stp/low-latency.yaml", None, None, ("0", "0.95", "none"), ("0", "0.85", "none"),
            "read", f"{SRT} (revision f64d2b9f) recipes/gb300-fp8/1k1k/stp/low-latency.yaml: {TP_BOTH}, "
-           f"mem-fraction-static 0.95 / 0.85; {MAIN_0207}"),
+           f"mem-fraction-static 0.95 / 0.85; {MAIN_0207}", recv=RECV_10_1),
     Recipe("recipes/gb300-fp8/8k1k/stp/low-latency.yaml", None, None, ("0", "0.95", "none"), ("0", "0.85", "none"),
            "read", f"{SRT} (revision f64d2b9f) recipes/gb300-fp8/8k1k/stp/low-latency.yaml: {TP_BOTH}, "
-           f"mem-fraction-static 0.95 / 0.85; {MAIN_0207}"),
+           f"mem-fraction-static 0.95 / 0.85; {MAIN_0207}", recv=RECV_10_1),
     Recipe("recipes/gb200-fp8/8k1k/low-latency.yaml", None, None, ("0", "0.8", "none"), ("0", "0.8", "none"),
            "read", f"{SRT} (revision ab586514) recipes/gb200-fp8/8k1k/low-latency.yaml: {TP_BOTH}, "
            "mem-fraction-static 0.8 / 0.8; the same in NVIDIA/srt-slurm main of the run's day (b2c9f1a4) and "
-           "5063eb43 (04ff0a0a later passes 0.6 / 0.7)"),
+           "5063eb43 (04ff0a0a later passes 0.6 / 0.7)", recv=RECV_10),
     Recipe("recipes/gb200-fp4/1k1k/low-latency.yaml", None, None, ("0", "0.95", "none"), ("0", "0.95", "none"),
            "read", f"{SRT} (revision f64d2b9f) recipes/gb200-fp4/1k1k/low-latency.yaml: {TP_BOTH}, "
-           f"mem-fraction-static 0.95 / 0.95; {MAIN_0207}"),
+           f"mem-fraction-static 0.95 / 0.95; {MAIN_0207}", recv=RECV_10),
     Recipe("recipes/gb200-fp4/8k1k/low-latency.yaml", None, None, ("0", "0.95", "none"), ("0", "0.95", "none"),
            "read", f"{SRT} (revision ab586514) recipes/gb200-fp4/8k1k/low-latency.yaml: {TP_BOTH}, "
-           f"mem-fraction-static 0.95 / 0.95; {MAIN_0207}"),
+           f"mem-fraction-static 0.95 / 0.95; {MAIN_0207}", recv=RECV_10),
     Recipe("recipes/gb300-fp4/1k1k/low_latency.yaml", None, None, ("0", "0.95", "none"), ("0", "0.95", "none"),
            "read", f"{SRT} (revision ab586514) recipes/gb300-fp4/1k1k/low_latency.yaml: {TP_BOTH}, "
-           f"mem-fraction-static 0.95 / 0.95; {MAIN_0211}"),
+           f"mem-fraction-static 0.95 / 0.95; {MAIN_0211}", recv=RECV_10),
     Recipe("recipes/gb300-fp4/8k1k/low_latency.yaml", None, None, ("0", "0.95", "none"), ("0", "0.95", "none"),
            "read", f"{SRT} (revision f64d2b9f) recipes/gb300-fp4/8k1k/low_latency.yaml: {TP_BOTH}, "
-           f"mem-fraction-static 0.95 / 0.95; {MAIN_0211}"),
+           f"mem-fraction-static 0.95 / 0.95; {MAIN_0211}", recv=RECV_10),
 )
 
 
@@ -178,7 +187,7 @@ def _one(ref: str, isl: int, decode_gpus: int) -> Recipe | None:
 
 
 def recipe_cells(row: dict[str, str]) -> dict[str, str]:
-    """The four cells of a written row (module docstring); empty where its recipes do not establish them."""
+    """The recipe cells of a written row (`CELLS`, module docstring); empty where its recipes do not establish them."""
     empty = dict.fromkeys(CELLS, "")
     if row.get("plan_status") == "unsettled" or row.get("engine") != "sglang" or not row.get("config_ref"):
         return empty
@@ -186,8 +195,8 @@ def recipe_cells(row: dict[str, str]) -> dict[str, str]:
     for k in ("tp", "attention_dp", "pp"):
         gpus *= int(row.get(f"decode_{k}") or 1)
     found = [_one(ref, int(row["input_len"]), gpus) for ref in row["config_ref"].split(" | ")]
-    if any(r is None for r in found) or len({(r.prefill, r.decode) for r in found if r is not None}) != 1:
+    if any(r is None for r in found) or len({(r.prefill, r.decode, r.recv) for r in found if r is not None}) != 1:
         return empty
     r = found[0]
     assert r is not None
-    return dict(zip(CELLS, (*r.prefill, *r.decode), strict=True))
+    return dict(zip(CELLS, (*r.prefill, *r.decode, *r.recv), strict=True))

@@ -164,3 +164,31 @@ def test_rows_are_predicted_at_the_mean_lengths_their_client_drew(tmp_path: Path
         assert drawn.predicted[m] == pytest.approx(exact.predicted[m], rel=0.01), m
     assert bad.predicted is None
     assert bad.reason == "unreadable cell: length_ratio 2: a share of the stated lengths, in (0, 1]"
+
+
+def test_an_sglang_decode_that_looks_for_requests_every_10_steps_delays_the_prefill() -> None:
+    """InferenceX's GB200 DeepSeek-R1 NVFP4 1k/1k low-latency run at 4 users (srt-slurm
+    `recipes/gb200-fp4/1k1k/low-latency.yaml`: `scheduler-recv-interval: 10` on both sides, `decode_recv_interval`
+    from `research/disagg_recipes.py`): its decode pre-allocates a request's KV, which the prefill waits for, only
+    every 10th step, (10 - 1) / 2 decode steps more on average while its other users decode (`disagg_serving.solve`);
+    TPOT barely moves. A value below 1 is an unreadable cell."""
+    from advisor.calibrate.disagg_predict import predict_one
+    from advisor.calibrate.store import terms_for
+
+    def shipped(hw: Any, engine: str) -> Any:
+        return terms_for(hw, engine)[0]
+
+    path = REPO / "tests" / "data" / "bench" / "silicon_disagg_dev.csv"
+    with open(path, newline="", encoding="utf-8") as fh:
+        row = next(r for r in csv.DictReader(fh) if "gb200-fp4/1k1k/low-latency" in r["config_ref"]
+                   and r["concurrency"] == "4" and not r["repeat_of"])
+    assert (row["engine"], row["decode_recv_interval"], row["decode_tp"]) == ("sglang", "10", "4")
+    got = predict_one(row, shipped, {}).predicted
+    every = predict_one({**row, "decode_recv_interval": ""}, shipped, {}).predicted
+    assert got is not None and every is not None
+    assert got["tpot_ms"] == pytest.approx(every["tpot_ms"], rel=0.01)  # its users' batch barely moves
+    # 4 users: the other 3 keep the decode busy (min(others x b, 1) = 1); TPOT stands for the decode step
+    assert got["ttft_ms"] - every["ttft_ms"] == pytest.approx(4.5 * got["tpot_ms"], rel=0.25)
+    bad = predict_one({**row, "decode_recv_interval": "0"}, shipped, {})
+    assert bad.predicted is None and bad.reason is not None and bad.reason.startswith(
+        "unreadable cell: decode_recv_interval 0")

@@ -32,6 +32,10 @@ _SIDE = {
     "max_batch": "The most requests each {side} rank admits, as the recipe passes it (TensorRT-LLM "
                  "max_batch_size, read by `scripts/recipe_batches.py`); empty: not established, the engine's default "
                  "modelled. Users beyond workers x ranks x this wait for a slot.",
+    "recv_interval": "How many scheduler iterations the {side} workers let pass between looks for new requests, as "
+                     "the recipe passes it (SGLang --scheduler-recv-interval, `managers/scheduler_recv_skipper.py`); "
+                     "empty: not established, every iteration (1) modelled. A decode worker pre-allocates a "
+                     "request's KV, which its prefill waits for, only when it looks.",
 }
 _BATCH = {
     "prefill": "Requests per prefill step as the source counts them (1 in every row it records; recovered rows: 1).",

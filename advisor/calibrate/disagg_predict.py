@@ -105,6 +105,14 @@ def _ratio(row: dict[str, str]) -> float:
     return ratio
 
 
+def _recv_interval(row: dict[str, str]) -> int:
+    """The decode workers' `decode_recv_interval` (empty: 1); ValueError below 1, as the aggregated schema's."""
+    n = _int(row, "decode_recv_interval", 1)
+    if n < 1:
+        raise ValueError(f"decode_recv_interval {n}: scheduler iterations between looks for requests, at least 1")
+    return n
+
+
 def _int(row: dict[str, str], key: str, default: int = 0) -> int:
     v = (row.get(key) or "").strip()
     return int(float(v)) if v else default
@@ -182,6 +190,7 @@ def predict_one(row: dict[str, str], terms_for: TermsFor, archs: dict[str, Model
     try:
         base = _base(row, where)
         ratio = _ratio(row)
+        recv = _recv_interval(row)
     except ValueError as err:
         return DisaggRow(source=row.get("source") or f"{Path(where[0]).name} row {where[1]}",
                          model=row.get("model", ""), hardware=row.get("hardware", ""), engine=row.get("engine", ""),
@@ -218,7 +227,7 @@ def predict_one(row: dict[str, str], terms_for: TermsFor, archs: dict[str, Model
     # the case and its memory at the stated ones
     inp, out = (round(float(mean_lengths(np.array([float(n)]), np.array([ratio]))[0]))
                 for n in (base.input_len, base.output_len))
-    p = predict_disagg(d, terms, max(base.concurrency, 1), inp, out, benchmark=True)
+    p = predict_disagg(d, terms, max(base.concurrency, 1), inp, out, benchmark=True, recv_interval=recv)
     if p.ttft_ms is None or p.tpot_ms is None or not np.isfinite([p.ttft_ms, p.tpot_ms]).all():
         return _with(base, reason="the cost model returned no finite value", deployment=d.label())
     return _with(base, predicted={"ttft_ms": p.ttft_ms, "tpot_ms": p.tpot_ms, "output_tok_s": p.output_tok_s or 0.0},

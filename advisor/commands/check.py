@@ -45,7 +45,8 @@ def check(measurements: opt.Measurements, calibration: opt.Calibration = None, j
     tests/data/bench/silicon_disagg_dev.csv) is told by its pool columns and each row is predicted at its own
     pools: model, hardware, engine, weight_dtype, concurrency, input_len, output_len, then per pool
     (prefill_*, decode_*): workers, tp, pp, attention_dp, moe_tp, moe_ep (each worker's plan), batch,
-    redundant_experts, mem_fraction, moe_a2a (what the recipe passed: EPLB slots, memory fraction, deepep); nodes
+    redundant_experts, mem_fraction, moe_a2a, max_batch, recv_interval (what the recipe passed: EPLB slots,
+    memory fraction, deepep, requests a rank admits, SGLang's --scheduler-recv-interval); nodes
     (empty: as many as the pools need), ttft_ms, tpot_ms, spec_decoding and spec_tokens (a speculative row is not
     predicted), plan_status, repeat_of (a repeat of another row is counted once), source. model, hardware,
     input_len, output_len, prefill_workers and decode_workers are required columns; a row missing one pool says

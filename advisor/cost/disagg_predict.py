@@ -101,9 +101,10 @@ def bench_wave(o: dict[str, float], pre: PrefillSide, plan: DisaggPlan, terms: T
 
 
 def predict_disagg(plan: DisaggPlan, terms: Terms, concurrency: int, input_len: int, output_len: int,
-                   benchmark: bool = False) -> DisaggPrediction:
+                   benchmark: bool = False, recv_interval: float = 1.0) -> DisaggPrediction:
     """The deployment at `concurrency` users with prompts of `input_len` and `output_len` tokens; `benchmark`: as a
-    closed-loop benchmark measures it, its first round released at once (`bench_wave`)."""
+    closed-loop benchmark measures it, its first round released at once (`bench_wave`); `recv_interval`: the
+    decode workers' --scheduler-recv-interval (`disagg_serving.solve`)."""
     def doc(pool: Pool) -> PoolDoc:
         a = pool.case.args
         return PoolDoc(role=pool.role, plan=pool.plan.label(), workers=pool.workers, gpus=pool.gpus,
@@ -117,7 +118,7 @@ def predict_disagg(plan: DisaggPlan, terms: Terms, concurrency: int, input_len: 
         return DisaggPrediction(**base)
     pre = prefill_side([plan.prefill.case], terms, input_len)
     dec = decode_side([plan.decode.case], terms, input_len, output_len, PREDICT_POINTS)
-    sol = solve(pre, dec, combos_of([plan], input_len, [0], [0]), plan.engine)
+    sol = solve(pre, dec, combos_of([plan], input_len, [0], [0]), plan.engine, recv_interval)
     o = {k: float(v[0]) for k, v in at_users(sol, np.array([float(concurrency)])).items()}
     if benchmark:
         o = bench_wave(o, pre, plan, terms, concurrency)

@@ -170,11 +170,15 @@ class Combos:
     latency_s: np.ndarray
 
 
-def solve(pre: PrefillSide, dec: DecodeSide, m: Combos, engine: str) -> dict[str, np.ndarray]:
+def solve(pre: PrefillSide, dec: DecodeSide, m: Combos, engine: str, recv_interval: float = 1.0
+          ) -> dict[str, np.ndarray]:
     """Every combo over its decode plan's batch grid: arrays [M, D] of the closed loop at each b (module
     docstring): users, requests/s, TPOT, the TTFT parts, and whether every side sustains it (`valid`). An arriving
     request sees the other N - 1 users' load (the arrival theorem of closed queues, as `serving.arrival_steps`
-    has no wait with one user): the waits scale by (N - 1) / N, N from a first pass without them."""
+    has no wait with one user): the waits scale by (N - 1) / N, N from a first pass without them.
+    `recv_interval`: the decode workers look for new requests every that many steps (SGLang
+    --scheduler-recv-interval), so a pre-allocation waits (R - 1) / 2 steps more when they are busy, as the
+    aggregated scheduler's arrivals do (`serving.serve`: `polled`)."""
     b, tpot, tdec = dec.b[m.id], dec.tpot[m.id], dec.t_step[m.id]
     decode_steps = max(dec.output - 1, 1e-9)
     Y, X = (m.y * dec.dp[m.id])[:, None], (m.x * pre.dp[m.ip])[:, None]
@@ -194,8 +198,10 @@ def solve(pre: PrefillSide, dec: DecodeSide, m: Combos, engine: str) -> dict[str
         exposed = np.maximum(move / n, move - (n - 1) * p["t_full"]) if OVERLAP[engine] == "chunked" else move
         wait = others * p["wait"]
         handoff = np.minimum(others * b, 1.0) * (0.5 + dec.ahead[m.id][:, None]) * tdec
-        # SGLang: the decode's pre-allocation, at its next step boundary, before the prefill may start
-        prealloc = handoff if PREALLOCATES[engine] else 0 * handoff
+        # SGLang: the decode's pre-allocation, at the next step boundary where it looks for requests, before the
+        # prefill may start
+        polled = np.minimum(others * b, 1.0) * (max(recv_interval, 1.0) - 1) / 2 * tdec
+        prealloc = handoff + polled if PREALLOCATES[engine] else 0 * handoff
         ttft = request + prealloc + wait + p["own"] + exposed + handoff + first
         users = lam * (ttft + decode_steps * tpot)
         others = np.maximum(1 - 1 / np.maximum(users, 1e-9), 0.0)
