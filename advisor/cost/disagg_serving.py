@@ -39,7 +39,7 @@ import numpy as np
 
 from advisor.cost.disagg import FIRST_TOKEN_STEP, OVERLAP, PREALLOCATES
 from advisor.cost.features import Features
-from advisor.cost.serving import MAX_UTILISATION, StepFn, kv_capacity, micro_batched
+from advisor.cost.serving import MAX_UTILISATION, StepFn, kv_capacity, micro_batched, recv_wait_steps
 from advisor.cost.step import comm_fn
 from advisor.cost.sweep import Case
 from advisor.cost.terms import Terms
@@ -178,7 +178,7 @@ def solve(pre: PrefillSide, dec: DecodeSide, m: Combos, engine: str, recv_interv
     has no wait with one user): the waits scale by (N - 1) / N, N from a first pass without them.
     `recv_interval`: the decode workers look for new requests every that many steps (SGLang
     --scheduler-recv-interval), so a pre-allocation waits (R - 1) / 2 steps more when they are busy, as the
-    aggregated scheduler's arrivals do (`serving.serve`: `polled`)."""
+    aggregated scheduler's arrivals do (`serving.recv_wait_steps`)."""
     b, tpot, tdec = dec.b[m.id], dec.tpot[m.id], dec.t_step[m.id]
     decode_steps = max(dec.output - 1, 1e-9)
     Y, X = (m.y * dec.dp[m.id])[:, None], (m.x * pre.dp[m.ip])[:, None]
@@ -197,11 +197,11 @@ def solve(pre: PrefillSide, dec: DecodeSide, m: Combos, engine: str, recv_interv
         move = alone * (1 + others * u / (2 * (1 - u)))
         exposed = np.maximum(move / n, move - (n - 1) * p["t_full"]) if OVERLAP[engine] == "chunked" else move
         wait = others * p["wait"]
-        handoff = np.minimum(others * b, 1.0) * (0.5 + dec.ahead[m.id][:, None]) * tdec
+        busy = np.minimum(others * b, 1.0)  # the decode pool steps for other users
+        handoff = busy * (0.5 + dec.ahead[m.id][:, None]) * tdec
         # SGLang: the decode's pre-allocation, at the next step boundary where it looks for requests, before the
         # prefill may start
-        polled = np.minimum(others * b, 1.0) * (max(recv_interval, 1.0) - 1) / 2 * tdec
-        prealloc = handoff + polled if PREALLOCATES[engine] else 0 * handoff
+        prealloc = handoff + busy * recv_wait_steps(recv_interval) * tdec if PREALLOCATES[engine] else 0 * handoff
         ttft = request + prealloc + wait + p["own"] + exposed + handoff + first
         users = lam * (ttft + decode_steps * tpot)
         others = np.maximum(1 - 1 / np.maximum(users, 1e-9), 0.0)

@@ -182,7 +182,7 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
                               np.asarray(options.batch_wait_ratio) * sched.budget - running, input_len)
     held = held + np.where(F.dp > 1, 0.0, pooled) * t_dec
     # the receive interval: arrivals during decode steps (all of a wave's) wait (N - 1) / 2 more of them
-    polled = (np.maximum(options.recv_interval, 1.0) - 1) / 2 * t_dec * (1 - (1 - s) * steady[2])
+    polled = recv_wait_steps(options.recv_interval) * t_dec * (1 - (1 - s) * steady[2])
     ttft_run = (1 - s) * (steady[1] + held) + waves + polled + terms.request_overhead_us * 1e-6
     lifetime = ttft_run + decodes * tpot
     queued = np.maximum(users / running - 1, 0)
@@ -195,6 +195,12 @@ def serve(F: Features, terms: Terms, step: StepFn, sched: Scheduler, concurrency
             "prefill_interference_s": np.broadcast_to(tpot - t_dec / F.spec_tokens, shape),
             "prefill_share": np.broadcast_to(steady[2], shape),
             **{f"step_{k}": np.broadcast_to(v, shape) for k, v in parts.items()}}
+
+
+def recv_wait_steps(recv_interval: np.ndarray | float) -> np.ndarray:
+    """Steps a request waits for a scheduler that looks for new ones every R steps (SGLang --scheduler-recv-interval,
+    `managers/scheduler_recv_skipper.py`): (R - 1) / 2 on average, 0 for one that looks every step."""
+    return (np.maximum(recv_interval, 1.0) - 1) / 2
 
 
 def micro_batched(step: StepFn, k: np.ndarray) -> StepFn:

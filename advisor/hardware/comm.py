@@ -134,21 +134,16 @@ def _placed_timer(hw: HardwareProfile, term: CollectiveTerm, op: str, n: int, pa
     return placed
 
 
-def measured_curve_us(sizes: Sequence[float], times_us: Sequence[float], S: np.ndarray) -> np.ndarray:
-    """A measured curve (ascending `sizes`, `times_us`) at sizes S: a power law between neighbouring measured
-    sizes (linear in log t vs log S: exact for a flat latency floor and for t proportional to S), the smallest
-    size's time below them (the latency floor). Meaningful for S up to the largest size."""
-    return _on_log_curve(*_log_curve(tuple(sizes), tuple(times_us)), np.asarray(S, dtype=float))
-
-
 def _on_log_curve(log_sizes: np.ndarray, log_times: np.ndarray, S: np.ndarray) -> np.ndarray:
-    """`measured_curve_us` on a curve's log sizes and times (`_log_curve`)."""
+    """A measured curve (its ascending log sizes and log times, `_log_curve`) at sizes S: a power law between
+    neighbouring measured sizes (linear in log t vs log S: exact for a flat latency floor and for t proportional to
+    S), the smallest size's time below them (the latency floor). Meaningful for S up to the largest size."""
     return np.exp(np.interp(np.log(np.maximum(S, 1.0)), log_sizes, log_times))
 
 
 @cache
 def _log_curve(sizes: tuple[float, ...], times_us: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """A measured curve's log sizes and log times (a profile's curves are read at every step of a sweep)."""
+    """A measured curve's log sizes and log times (terms are shared by every timer of a profile)."""
     return np.log(np.asarray(sizes, dtype=float)), np.log(np.asarray(times_us, dtype=float))
 
 

@@ -37,7 +37,7 @@ import numpy as np
 from advisor.errors import AdvisorError
 from advisor.hardware import nvswitch
 from advisor.hardware.cluster import Cluster, Span
-from advisor.hardware.comm import bus_factor, collective_timer, find_term, ring_steps, term_time_us
+from advisor.hardware.comm import bus_factor, collective_timer, find_term, ring_steps, term_timer
 from advisor.hardware.nvswitch import NCCL_NVLS_US, generation, link_gbps, nvswitch_us
 from advisor.hardware.schema import CollectiveTerm, HardwareProfile
 
@@ -134,7 +134,8 @@ def domain_timer(hw: HardwareProfile, op: str, m: int, engine: str = "vllm") -> 
     extra = (ring_steps(op, m) - ring_steps(op, term.gpus)) * intra_step_us(_floor(term), op, term.gpus)
     if hw.topology.nvswitch and op in ("allreduce", "allgather", "reducescatter"):
         extra = min(extra, NCCL_NVLS_US)
-    return lambda S: term_time_us(term, S, op, m) + extra
+    timed = term_timer(term, op, m)
+    return lambda S: timed(S) + extra
 
 
 def _floor(term: CollectiveTerm) -> float:
