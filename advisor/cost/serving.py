@@ -298,10 +298,11 @@ def _mixed(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.nd
     """Staggered arrivals, decodes and prefill chunks in one step: (TPOT, TTFT, prefill share of a step).
     TPOT is the average mixed step; a prompt waits for the prefill ahead of it, then the steps carrying it."""
     lifetime_steps = decodes + 1.0
+    decoding, prompting = running * decodes, running * input_len  # tokens each request brings, over its lifetime
     for _ in range(FIXED_POINT_ROUNDS):
-        d = running * decodes / lifetime_steps
+        d = decoding / lifetime_steps
         spare = np.maximum(sched.budget - d, 1.0)
-        p = np.minimum(running * input_len / lifetime_steps, spare)
+        p = np.minimum(prompting / lifetime_steps, spare)
         service = input_len / spare
         u = np.minimum(p / spare, MAX_UTILISATION)
         wait = u * service / (2 * (1 - u))
@@ -313,12 +314,26 @@ def _mixed(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.nd
     # DP ranks of a MoE model step together (each MoE layer's dispatch/combine needs every rank), so a step is a
     # prefill step when any of the n ranks carries a chunk: 1 - (1 - f)^n of the steps (`_lockstep`).
     n = np.maximum(np.asarray(independent, dtype=float), 1.0)
-    busy = np.where(n > 1, 1 - (1 - f) ** n, f)
+    busy = _any_rank(f, n)
     full, dec = step(d, ctx_dec, chunk, input_len / 2, d + 1), step(d, ctx_dec, 0 * chunk, input_len / 2, d)
     t_pre = _lockstep(full, dec, n, n * f / np.maximum(busy, 1e-12))
     t = (1 - busy) * dec["total"] + busy * t_pre
     own = np.maximum(service, 1.0) * _lockstep(full, dec, n, 1 + (n - 1) * f)
     return t, (arrival + wait) * t + own, p / np.maximum(p + d, 1e-9)
+
+
+def _any_rank(f: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The share of steps in which any of n lockstepped ranks carries a chunk, each in a share f of them:
+    1 - (1 - f)^n, f itself on one rank; the power taken on the plans (leading axis) with n > 1 only."""
+    per_plan = n.ndim == f.ndim and n.shape[0] == f.shape[0] and all(k == 1 for k in n.shape[1:])
+    if not per_plan:
+        return np.where(n > 1, 1 - (1 - f) ** n, f)
+    rows = np.flatnonzero(np.ravel(n) > 1)
+    if not rows.size:
+        return f
+    busy = np.array(f, dtype=float)
+    busy[rows] = 1 - (1 - f[rows]) ** n[rows]
+    return busy
 
 
 def _lockstep(full: dict[str, np.ndarray], dec: dict[str, np.ndarray], n: np.ndarray, k: np.ndarray) -> np.ndarray:

@@ -54,28 +54,35 @@ def collectives_time(F: Features, comm: Comm, tokens: np.ndarray, sampled: np.nd
     """Seconds of one forward's collectives (`collectives.step_collectives`, summed per slot; `only`: these slots'
     names alone): a message is the (padded) tokens per DP rank, every DP rank's for dispatch/combine, sampled rows,
     or fixed. `batches`: the distinct padded batches of `tokens` (`cost/batches.py`), on which the slots not sized
-    by sampled rows are then timed and spread over the grid, summed in the same slot order."""
+    by sampled rows are then timed and spread over the grid. Either way the sum is (slots before the first grid
+    slot) + (the grid slots: sampled rows, and fixed messages after one) + (the other slots after it), each part
+    in slot order, so both give the same bits."""
     shape = np.broadcast_shapes(np.shape(tokens), F.tp.shape)
     at = tokens if batches is None else batches.values
     units = {"tokens": at, "dp_tokens": at * F.dp, "sampled": np.maximum(sampled, 1), "fixed": 1.0}
-    table = None if batches is None else np.broadcast_shapes(at.shape, F.tp.shape)
-    total = np.zeros(shape)
-    pending = None if table is None else np.zeros(table)  # slots summed on the batches while `total` holds none
+    part = shape if batches is None else np.broadcast_shapes(at.shape, F.tp.shape)
+
+    def grid(a: np.ndarray) -> np.ndarray:
+        return a if batches is None else batches.spread(a)
+
+    head, total, later = np.zeros(part), None, None
     for k, (slot, groups) in enumerate(zip(SLOTS, _slot_groups(F), strict=True)):
         if not groups or not np.any(F.coll_calls[..., k]) or (only is not None and slot.name not in only):
             continue
-        # sampled rows: on the grid; a fixed message once `total` holds a slot: on the plans, no table to spread
-        if table is None or slot.scales_with == "sampled" or (slot.scales_with == "fixed" and pending is None):
-            if pending is not None:
-                total, pending = batches.spread(pending), None  # type: ignore[union-attr]
-            _add_slot(total, F, comm, k, groups, units[slot.scales_with])
-        elif pending is not None:
-            _add_slot(pending, F, comm, k, groups, units[slot.scales_with])
+        unit = units[slot.scales_with]
+        if slot.scales_with == "sampled" or (slot.scales_with == "fixed" and total is not None):
+            total = grid(head) if total is None else total
+            _add_slot(total, F, comm, k, groups, unit)
+        elif total is None:
+            _add_slot(head, F, comm, k, groups, unit)
         else:
-            part = np.zeros(table)
-            _add_slot(part, F, comm, k, groups, units[slot.scales_with])
-            total += batches.spread(part)  # type: ignore[union-attr]  # zero where the slot has no group: adds 0
-    return total if pending is None else batches.spread(pending)  # type: ignore[union-attr]
+            later = np.zeros(part) if later is None else later
+            _add_slot(later, F, comm, k, groups, unit)
+    if total is None:
+        return grid(head)
+    if later is not None:
+        total += grid(later)
+    return total
 
 
 def _add_slot(total: np.ndarray, F: Features, comm: Comm, k: int, groups: Groups, unit: np.ndarray | float) -> None:

@@ -286,9 +286,12 @@ def evaluate(cases: list[Case], terms: Terms, concurrency: np.ndarray, input_len
     (input_len, output_len), each case under its own resolved engine arguments (`Case.args`). Cases with the same
     features (one architecture under two names, at the same plan) are evaluated once: every formula is per case."""
     hw, engine, cluster = cases[0].hw, cases[0].args.engine, cases[0].cluster
-    assert all(c.hw is hw and c.args.engine == engine and c.cluster == cluster for c in cases), \
-        "one hardware profile (and cluster) and engine per sweep"
-    flat = np.concatenate([c.features() for c in cases]).reshape(len(cases), -1)  # one row per case
+    rows_of_cases = []
+    for c in cases:  # one pass over the cases: their features, and that they share the sweep's node and engine
+        if c.hw is not hw or c.args.engine != engine or (c.cluster is not cluster and c.cluster != cluster):
+            raise ValueError("one hardware profile (and cluster) and engine per sweep")
+        rows_of_cases.append(c.features())
+    flat = np.concatenate(rows_of_cases).reshape(len(cases), -1)  # one row per case
     rows: dict[object, int] = {}  # a row's bytes -> the first case with them
     first = [rows.setdefault(row, i) for i, row in enumerate(flat.view(np.dtype((np.void, flat[0].nbytes))).ravel()
                                                              .tolist())]
@@ -300,7 +303,8 @@ def evaluate(cases: list[Case], terms: Terms, concurrency: np.ndarray, input_len
     out = predict(grid, hw, terms, engine, conc[None, :, None], inp[None, None, :],
                   outp[None, None, :], options=RunOptions(scheduled_ahead=grid.sched_ahead), cluster=cluster)
     shape = (len(distinct), len(conc), len(inp))
-    frozen = {k: _frozen(np.broadcast_to(np.asarray(v, dtype=float), shape)[of_case]) for k, v in out.items()}
+    frozen = {k: _frozen(np.take(np.broadcast_to(np.asarray(v, dtype=float), shape), of_case, axis=0))
+              for k, v in out.items()}
     return Sweep(cases=tuple(cases), hw=hw, concurrency=_readonly(conc), input_len=_readonly(inp),
                  output_len=_readonly(outp), out=frozen, calibrated=calibrated or {"how": "none", "rows": 0})
 
