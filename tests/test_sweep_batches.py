@@ -1,8 +1,9 @@
 """The sweep's shortcuts change no number: a plan's distinct padded batches spread back to its grid exactly
 (advisor/cost/batches.py); an `evaluate` over many kinds of model gives, bit for bit, what it gives with the grid
-costed point by point and every step's decode attention computed afresh (`step._shared_decode_attention`), and a
-case's results are the ones it gets alone (cases with the same features are evaluated once); attention's powers taken
-once per plan and the p-norm's one-power form give the kernels' values point by point."""
+costed point by point, every step's decode attention computed afresh (`step._shared_decode_attention`) and the mixed
+scheduler's steady state solved at every point (`mixed_queue.lifetime_queue`), and a case's results are the ones it
+gets alone (cases with the same features are evaluated once); attention's powers taken once per plan and the
+p-norm's one-power form give the kernels' values point by point."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from conftest import catalog_arch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from advisor.cost import batches, kernels, step
+from advisor.cost import batches, kernels, mixed_queue, step
 from advisor.cost.batches import distinct
 from advisor.cost.features import Features
 from advisor.cost.step import pad_tokens
@@ -59,6 +60,7 @@ def test_shortcuts_change_no_number(cases: list[Case], monkeypatch: pytest.Monke
     fast = evaluate(cases, Terms(), CONCURRENCY, INPUT, OUTPUT).out
     monkeypatch.setattr(batches, "DISTINCT_SHARE", 0.0)  # every grid point costed as itself
     monkeypatch.setattr(step, "_shared_decode_attention", step._decode_attention)
+    monkeypatch.setattr(mixed_queue, "MAX_TABLE_REQUESTS", 0)  # the steady state solved at every grid point
     plain = evaluate(cases, Terms(), CONCURRENCY, INPUT, OUTPUT).out
     for key, arr in plain.items():
         assert fast[key].tobytes() == arr.tobytes(), key
@@ -137,3 +139,25 @@ def test_attention_per_plan_is_the_kernels_point_by_point(cases: list[Case], box
     p = kernels.params()["prefill"]["p"]
     np.testing.assert_allclose(w, tw, rtol=1e-12, atol=0.0)
     np.testing.assert_allclose(w + c, (tw ** p + tc ** p) ** (1 / p), rtol=1e-12, atol=0.0)
+
+
+def test_the_steady_state_tabulated_per_request_count_is_the_grid_s() -> None:
+    """`lifetime_queue` against `fixed_point` at every point: whole numbers of requests under per-plan budgets and
+    (MTP-like, fractional) decode steps per plan and length, bit for bit; a grid it cannot tabulate (a fraction of
+    a request, a prompt length that differs between plans) is solved as it is."""
+    rng = np.random.default_rng(11)
+    P = 40
+    users = np.ceil(CONCURRENCY[None, :, None] / rng.choice([1, 2, 4, 8], size=(P, 1, 1)))
+    running = np.maximum(np.minimum(users, rng.integers(1, 300, size=(P, 1, 4))), 1.0)  # capped by KV room
+    decodes = (OUTPUT[None, None, :] - 1) / rng.choice([1.0, 1.0, 2.7, 3.1], size=(P, 1, 1))
+    budget = rng.choice([2048.0, 8192.0, 16384.0], size=(P, 1, 1))
+    grid = mixed_queue.fixed_point(running, INPUT[None, None, :], decodes, budget)
+    table = mixed_queue.lifetime_queue(running, INPUT[None, None, :], decodes, budget)
+    for g, t in zip(grid, table, strict=True):
+        assert np.broadcast_to(g, running.shape).tobytes() == t.tobytes()
+    assert float(table[4].max()) > 0 and float(table[0].min()) > 0  # prompts do wait; decodes do run
+    for r, prompts in ((running + 0.5, INPUT[None, None, :]),  # a fraction of a request
+                       (running, INPUT[None, None, :] + np.arange(P)[:, None, None])):  # prompts differ by plan
+        want = mixed_queue.fixed_point(r, prompts, decodes, budget)
+        got = mixed_queue.lifetime_queue(r, prompts, decodes, budget)
+        assert all(np.array_equal(np.broadcast_to(w, r.shape), g) for w, g in zip(want, got, strict=True))

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from advisor.cost.disagg import DisaggPlan, Pool
 from advisor.cost.disagg_serving import Combos, PrefillSide, at_users, decode_side, prefill_side, solve, wave_prefill
-from advisor.cost.serving import MAX_UTILISATION
+from advisor.cost.mixed_queue import MAX_UTILISATION
 from advisor.cost.terms import Terms
 
 TTFT_PARTS = ("request", "prealloc", "prefill_wait", "prefill", "transfer", "handoff", "first_step", "queue")

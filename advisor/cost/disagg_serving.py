@@ -9,7 +9,7 @@ time, affine between t(c) and t(B)). A prompt waits for the step it lands in (a 
 has none prepared when nothing waits: what waits is the queue), or, when prompts fill the budget, for the prompts
 ahead of it (M/D/1 on the budget, as
 `serving._mixed`: utilisation u = r I t(B) / B, service I / B steps, wait u S / (2 (1 - u))), then for its own
-steps, max(I / k, 1) of them. Its capacity is the rate at which u reaches `serving.MAX_UTILISATION`.
+steps, max(I / k, 1) of them. Its capacity is the rate at which u reaches `mixed_queue.MAX_UTILISATION`.
 
 A decode pool is the scheduler with prompts arriving as KV and no prefill: b requests per rank decode in every step,
 TPOT = step(b decodes at context I + O / 2) / tokens per step (MTP), free of prompt chunks. A request enters the
@@ -39,7 +39,8 @@ import numpy as np
 
 from advisor.cost.disagg import FIRST_TOKEN_STEP, OVERLAP, PREALLOCATES
 from advisor.cost.features import Features
-from advisor.cost.serving import MAX_UTILISATION, StepFn, kv_capacity, micro_batched, recv_wait_steps
+from advisor.cost.mixed_queue import MAX_UTILISATION
+from advisor.cost.serving import StepFn, kv_capacity, micro_batched, recv_wait_steps
 from advisor.cost.step import comm_fn
 from advisor.cost.sweep import Case
 from advisor.cost.terms import Terms

@@ -90,13 +90,12 @@ from typing import NamedTuple
 import numpy as np
 
 from advisor.cost.features import Features
+from advisor.cost.mixed_queue import MAX_UTILISATION, lifetime_queue
 from advisor.cost.terms import Terms
 from advisor.engines import TRTLLM_ADP_BATCHING_WAIT_ITERS
 
 # step(decode tokens, their mean context, prefill tokens, their mean context, sampled rows) -> breakdown
 StepFn = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], dict[str, np.ndarray]]
-FIXED_POINT_ROUNDS = 4  # steps per lifetime <-> prefill wait: converges in 3-4 rounds
-MAX_UTILISATION = 0.95  # the M/D/1 wait diverges at 1; beyond this the budget is saturated anyway
 MAX_BATCH_WAIT_TERMS = 256  # Poisson terms of the batch-wait window; beyond them P(N > j) is ~0 for rate T < 100
 
 
@@ -297,16 +296,7 @@ def _mixed(step: StepFn, sched: Scheduler, running: np.ndarray, input_len: np.nd
            ctx_dec: np.ndarray, arrival: np.ndarray, independent: np.ndarray | float = 1.0) -> tuple[np.ndarray, ...]:
     """Staggered arrivals, decodes and prefill chunks in one step: (TPOT, TTFT, prefill share of a step).
     TPOT is the average mixed step; a prompt waits for the prefill ahead of it, then the steps carrying it."""
-    lifetime_steps = decodes + 1.0
-    decoding, prompting = running * decodes, running * input_len  # tokens each request brings, over its lifetime
-    for _ in range(FIXED_POINT_ROUNDS):
-        d = decoding / lifetime_steps
-        spare = np.maximum(sched.budget - d, 1.0)
-        p = np.minimum(prompting / lifetime_steps, spare)
-        service = input_len / spare
-        u = np.minimum(p / spare, MAX_UTILISATION)
-        wait = u * service / (2 * (1 - u))
-        lifetime_steps = decodes + wait + np.maximum(service, 1.0)
+    d, spare, p, service, wait = lifetime_queue(running, input_len, decodes, sched.budget)
     # A step carries a whole chunk or none: a share f of steps carries `chunk` prompt tokens. Averaging the
     # prompt tokens over every step instead would spread them thin, touching every MoE expert each step.
     chunk = np.minimum(spare, np.maximum(input_len, p))
