@@ -44,12 +44,12 @@ def lifetime_queue(running: np.ndarray, input_len: np.ndarray, decodes: np.ndarr
     if r.ndim != 3 or r.shape != shape or not r.size \
             or any(np.ndim(x) not in (0, 3) or (np.ndim(x) == 3 and np.shape(x)[1] != 1) for x in others):
         return fixed_point(running, input_len, decodes, budget)  # not a grid with the concurrencies on axis 1
-    top = float(r.max())
     prompt = np.broadcast_to(np.asarray(input_len, dtype=float), (shape[0], 1, shape[2]))
-    if not 1 <= r.min() <= top <= MAX_TABLE_REQUESTS or np.any(prompt != prompt[:1]) \
-            or not np.array_equal(r, np.floor(r)):
+    if not np.array_equal(r, np.floor(r)) or r.min() < 1 or r.max() > MAX_TABLE_REQUESTS \
+            or np.any(prompt != prompt[:1]):
         return fixed_point(running, input_len, decodes, budget)
-    n, rows = int(top), np.arange(1.0, top + 1.0)
+    n = int(r.max())
+    rows = np.arange(1.0, n + 1.0)
     # (budget, decode steps) of each plan and length as one complex number: one 1-D sort finds the distinct pairs
     pairs = np.broadcast_to(np.asarray(budget, dtype=float), (shape[0], 1, shape[2])) \
         + 1j * np.broadcast_to(np.asarray(decodes, dtype=float), (shape[0], 1, shape[2]))
